@@ -1,0 +1,31 @@
+GO ?= go
+# Packages whose code runs goroutines: their tests also run under -race.
+RACE_PKGS = ./actors/... ./persist/... ./transport/... ./server/...
+
+.PHONY: run test build vet fuzz bench clean
+
+run: build
+	./bin/plaudit serve --data ./data --http :8080
+
+build:
+	$(GO) build -o bin/plaudit ./cmd/plaudit
+
+test: vet
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+# Short fuzz runs of every fuzz target (seed corpora live in testdata/).
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/objective/
+	$(GO) test -run='^$$' -fuzz=FuzzDecodeEvent -fuzztime=30s ./engine/
+	$(GO) test -run='^$$' -fuzz=FuzzSignalBody -fuzztime=30s ./transport/
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=2s ./engine/... ./persist/... ./bench/...
+
+clean:
+	rm -rf bin

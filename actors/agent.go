@@ -1,0 +1,358 @@
+package actors
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Messages an agent actor receives.
+type (
+	request interface{ isRequest() }
+	execute struct{ cmd engine.Command }
+	query   struct {
+		fn func(a *engine.Agent, now time.Time) (any, error)
+	}
+	// reply answers a request.
+	reply struct {
+		result any
+		err    error
+	}
+	// committed reports the end of one log append.
+	committed struct {
+		last uint64
+		err  error
+	}
+	// snapshotted reports the end of one snapshot save.
+	snapshotted struct {
+		seq uint64
+		err error
+	}
+)
+
+func (*execute) isRequest() {}
+func (*query) isRequest()   {}
+
+// waiter is a reply held until the log is durable up to seq.
+type waiter struct {
+	seq    uint64
+	sender *actor.PID
+	reply  *reply
+}
+
+// agentActor owns one *engine.Agent. Its invariant: a reply leaves only when
+// every event applied before it was computed is durable, so no client ever
+// sees state that a crash could take back. Appends are pipelined: while one
+// batch is being synced, the events of newer requests queue and go out as
+// the next batch, so a hot agent needs one fsync per batch, not per request.
+type agentActor struct {
+	reg     *Registry
+	agentID string
+	entry   *entry
+	rnd     *rand.Rand
+
+	agent      *engine.Agent
+	recoverErr error // set when recovery failed; every request gets it
+
+	durable   uint64   // last event known synced
+	pending   [][]byte // encoded events applied but not yet handed to the log
+	pendingKV []persist.KV
+	firstSeq  uint64 // sequence of pending[0]
+	appending bool   // an append is in flight
+	waiters   []waiter
+	broken    bool // an append failed: the in-memory state may be ahead of disk
+
+	snapSeq     uint64    // last event covered by a saved snapshot
+	snapDue     time.Time // when the unsnapshotted events must be snapshotted
+	snapping    bool
+	snapWaiting *engine.State // a view taken ahead of durability, saved when durable reaches it
+
+	// io counts the append and snapshot goroutines; lastAppend is written by
+	// the append goroutine before io.Done, for drain to read after io.Wait.
+	io         sync.WaitGroup
+	lastAppend committed
+}
+
+func newAgentActor(reg *Registry, agentID string, e *entry, rnd *rand.Rand) *agentActor {
+	return &agentActor{reg: reg, agentID: agentID, entry: e, rnd: rnd}
+}
+
+// Receive is the actor's message loop.
+func (x *agentActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		x.recover()
+		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
+	case *execute:
+		x.execute(ctx, m)
+	case *query:
+		x.query(ctx, m)
+	case *committed:
+		x.onCommitted(ctx, m)
+	case *snapshotted:
+		x.onSnapshotted(ctx, m)
+	case *actor.ReceiveTimeout:
+		x.onIdle(ctx)
+	case *actor.Stopping:
+		x.drain(ctx)
+	}
+}
+
+func (x *agentActor) recover() {
+	rec, err := x.reg.store.Load(x.agentID)
+	if err == nil {
+		x.agent, err = restore(rec)
+	}
+	if err != nil {
+		x.recoverErr = fmt.Errorf("recover agent %s: %w: %w", x.agentID, err, ErrUnavailable)
+		x.reg.cfg.Logger.Error("agent recovery failed", "agent", x.agentID, "err", err)
+		return
+	}
+	x.durable = x.agent.LastSeq()
+	x.snapSeq = rec.SnapshotSeq
+}
+
+// restore rebuilds an agent from its snapshot and log tail.
+func restore(rec persist.Recovered) (*engine.Agent, error) {
+	a := engine.NewAgent()
+	if rec.Snapshot != nil {
+		st, err := engine.DecodeState(rec.Snapshot)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+		if st.Seq != rec.SnapshotSeq {
+			return nil, fmt.Errorf("snapshot holds seq %d, stored as %d", st.Seq, rec.SnapshotSeq)
+		}
+		a = engine.Restore(st)
+	}
+	for i, b := range rec.Tail {
+		seq := rec.SnapshotSeq + uint64(i) + 1
+		ev, err := engine.DecodeEvent(b)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", seq, err)
+		}
+		if err := a.Replay(seq, ev); err != nil {
+			return nil, fmt.Errorf("event %d: %w", seq, err)
+		}
+	}
+	return a, nil
+}
+
+func (x *agentActor) execute(ctx actor.Context, m *execute) {
+	if x.recoverErr != nil {
+		x.respond(ctx, &reply{err: x.recoverErr})
+		return
+	}
+	res, events, err := x.agent.Execute(m.cmd, x.reg.cfg.Now(), x.rnd)
+	if err == nil && len(events) > 0 {
+		x.enqueue(events)
+	}
+	x.hold(ctx, &reply{result: res, err: err})
+}
+
+func (x *agentActor) query(ctx actor.Context, m *query) {
+	if x.recoverErr != nil {
+		x.respond(ctx, &reply{err: x.recoverErr})
+		return
+	}
+	if !x.agent.Created() {
+		x.respond(ctx, &reply{err: fmt.Errorf("agent %s: %w", x.agentID, engine.ErrNotFound)})
+		return
+	}
+	res, err := m.fn(x.agent, x.reg.cfg.Now())
+	x.hold(ctx, &reply{result: res, err: err})
+}
+
+// enqueue encodes applied events for the log and starts an append if none is
+// in flight.
+func (x *agentActor) enqueue(events []engine.Event) {
+	if len(x.pending) == 0 {
+		x.firstSeq = x.agent.LastSeq() - uint64(len(events)) + 1
+	}
+	for _, ev := range events {
+		b := engine.AppendEvent(nil, ev)
+		x.pending = append(x.pending, b)
+		x.pendingKV = append(x.pendingKV, indexFor(ev, b)...)
+	}
+	if x.snapDue.IsZero() {
+		x.snapDue = x.reg.cfg.Now().Add(x.reg.cfg.SnapshotInterval)
+	}
+}
+
+// hold answers now if everything applied is durable, else queues the reply.
+func (x *agentActor) hold(ctx actor.Context, rep *reply) {
+	last := x.agent.LastSeq()
+	if last <= x.durable {
+		x.respond(ctx, rep)
+		return
+	}
+	x.waiters = append(x.waiters, waiter{seq: last, sender: ctx.Sender(), reply: rep})
+	if !x.appending {
+		x.startAppend(ctx)
+	}
+}
+
+func (x *agentActor) respond(ctx actor.Context, rep *reply) {
+	ctx.Respond(rep)
+	x.entry.inflight.Add(-1)
+}
+
+func (x *agentActor) startAppend(ctx actor.Context) {
+	b := persist.Batch{Agent: x.agentID, First: x.firstSeq, Events: x.pending, Index: x.pendingKV}
+	last := x.firstSeq + uint64(len(x.pending)) - 1
+	x.pending, x.pendingKV = nil, nil
+	x.appending = true
+	x.io.Add(1)
+	self, store := ctx.Self(), x.reg.store
+	root := ctx.ActorSystem().Root
+	go func() {
+		res := committed{last: last, err: store.Append(b)}
+		x.lastAppend = res
+		x.io.Done()
+		root.Send(self, &res)
+	}()
+}
+
+func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
+	x.appending = false
+	if m.err != nil {
+		x.fail(ctx, fmt.Errorf("append agent %s: %v: %w", x.agentID, m.err, ErrUnavailable))
+		return
+	}
+	x.durable = m.last
+	keep := x.waiters[:0]
+	for _, w := range x.waiters {
+		if w.seq <= x.durable {
+			ctx.Send(w.sender, w.reply)
+			x.entry.inflight.Add(-1)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(x.waiters[len(keep):])
+	x.waiters = keep
+	if len(x.pending) > 0 {
+		x.startAppend(ctx)
+	}
+	x.maybeSnapshot(ctx)
+}
+
+// fail answers every waiter with err and stops the actor: its memory may
+// hold events the log does not, so the next request must recover from disk.
+func (x *agentActor) fail(ctx actor.Context, err error) {
+	x.reg.cfg.Logger.Error("agent log append failed", "agent", x.agentID, "err", err)
+	x.broken = true
+	for _, w := range x.waiters {
+		ctx.Send(w.sender, &reply{err: err})
+		x.entry.inflight.Add(-1)
+	}
+	x.waiters = nil
+	x.reg.forget(x.agentID, x.entry)
+	ctx.Stop(ctx.Self())
+}
+
+// maybeSnapshot saves a snapshot when enough events or time have passed. The
+// view is taken now; it is written once the log is durable up to it, so a
+// snapshot never holds an event that was not acknowledged by the log.
+func (x *agentActor) maybeSnapshot(ctx actor.Context) {
+	if x.snapping || x.broken {
+		return
+	}
+	if x.snapWaiting == nil {
+		last := x.agent.LastSeq()
+		if last == x.snapSeq {
+			return
+		}
+		due := last-x.snapSeq >= uint64(x.reg.cfg.SnapshotEvery) ||
+			(!x.snapDue.IsZero() && !x.reg.cfg.Now().Before(x.snapDue))
+		if !due {
+			return
+		}
+		st := x.agent.Snapshot()
+		x.snapWaiting = &st
+		x.snapDue = time.Time{}
+	}
+	if x.snapWaiting.Seq > x.durable {
+		return
+	}
+	st := *x.snapWaiting
+	x.snapWaiting = nil
+	x.snapping = true
+	x.io.Add(1)
+	self, store, agentID := ctx.Self(), x.reg.store, x.agentID
+	root := ctx.ActorSystem().Root
+	go func() {
+		err := store.SaveSnapshot(agentID, st.Seq, engine.AppendState(nil, st))
+		x.io.Done()
+		root.Send(self, &snapshotted{seq: st.Seq, err: err})
+	}()
+}
+
+func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
+	x.snapping = false
+	if m.err != nil {
+		// The log still holds every event; the next snapshot retries.
+		x.reg.cfg.Logger.Warn("agent snapshot failed", "agent", x.agentID, "err", m.err)
+		return
+	}
+	if m.seq > x.snapSeq {
+		x.snapSeq = m.seq
+	}
+}
+
+// onIdle passivates the actor: it takes a last snapshot so the next
+// recovery is short, then leaves the registry and stops.
+func (x *agentActor) onIdle(ctx actor.Context) {
+	if x.appending || x.snapping || len(x.waiters) > 0 {
+		return
+	}
+	if x.agent != nil && x.agent.LastSeq() > x.snapSeq && x.agent.LastSeq() == x.durable {
+		st := x.agent.Snapshot()
+		if err := x.reg.store.SaveSnapshot(x.agentID, st.Seq, engine.AppendState(nil, st)); err == nil {
+			x.snapSeq = st.Seq
+		}
+	}
+	if x.reg.passivate(x.agentID, x.entry) {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// drain runs when the actor stops (Close, passivation, or a failed append):
+// it waits for in-flight I/O, writes what is still queued, and answers every
+// held request, so a stopped actor leaves neither a write nor a caller behind.
+// Messages the goroutines sent to the actor are dead letters by now.
+func (x *agentActor) drain(ctx actor.Context) {
+	x.io.Wait()
+	if x.appending {
+		x.appending = false
+		if x.lastAppend.err != nil {
+			x.broken = true
+		} else {
+			x.durable = x.lastAppend.last
+		}
+	}
+	if !x.broken && len(x.pending) > 0 {
+		b := persist.Batch{Agent: x.agentID, First: x.firstSeq, Events: x.pending, Index: x.pendingKV}
+		if err := x.reg.store.Append(b); err != nil {
+			x.broken = true
+		} else {
+			x.durable = b.First + uint64(len(b.Events)) - 1
+		}
+		x.pending, x.pendingKV = nil, nil
+	}
+	for _, w := range x.waiters {
+		rep := w.reply
+		if w.seq > x.durable {
+			rep = &reply{err: fmt.Errorf("agent %s stopped before the write was durable: %w", x.agentID, ErrUnavailable)}
+		}
+		ctx.Send(w.sender, rep)
+		x.entry.inflight.Add(-1)
+	}
+	x.waiters = nil
+}

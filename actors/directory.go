@@ -1,0 +1,98 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Directory keys, written in the same batch as the events that create them:
+//
+//	agent/<ws>/<agent id>      → AgentCreated event (the agent's info)
+//	agentext/<ws>/<external>   → agent id
+//	run/<run id>               → <ws>/<agent id>
+//
+// The directory is what lets a request find its actor without scanning.
+func agentKey(ws, agentID string) []byte { return []byte("agent/" + ws + "/" + agentID) }
+func agentExtKey(ws, ext string) []byte  { return []byte("agentext/" + ws + "/" + ext) }
+func runKey(runID string) []byte         { return []byte("run/" + runID) }
+
+// indexFor returns the directory entries an event creates.
+func indexFor(ev engine.Event, encoded []byte) []persist.KV {
+	switch e := ev.(type) {
+	case engine.AgentCreated:
+		kvs := []persist.KV{{Key: agentKey(e.Info.Workspace, e.Info.ID), Value: encoded}}
+		if e.Info.ExternalID != "" {
+			kvs = append(kvs, persist.KV{Key: agentExtKey(e.Info.Workspace, e.Info.ExternalID), Value: []byte(e.Info.ID)})
+		}
+		return kvs
+	case engine.RunCreated:
+		return []persist.KV{{Key: runKey(e.Run.ID), Value: []byte(e.Run.AgentID)}}
+	}
+	return nil
+}
+
+// Agent returns the info of an agent of workspace ws, by id or
+// "external_id:<value>". An agent of another workspace is ErrNotFound.
+func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
+	agentID := ref
+	if ext, ok := strings.CutPrefix(ref, "external_id:"); ok {
+		v, err := r.store.Get(agentExtKey(ws, ext))
+		if err != nil {
+			return engine.AgentInfo{}, notFound("agent", ref, err)
+		}
+		agentID = string(v)
+	}
+	if strings.ContainsRune(agentID, '/') {
+		return engine.AgentInfo{}, fmt.Errorf("agent %s: %w", ref, engine.ErrNotFound)
+	}
+	v, err := r.store.Get(agentKey(ws, agentID))
+	if err != nil {
+		return engine.AgentInfo{}, notFound("agent", ref, err)
+	}
+	return decodeAgentInfo(v)
+}
+
+// Agents lists the agents of workspace ws in id (creation) order.
+func (r *Registry) Agents(ws string) ([]engine.AgentInfo, error) {
+	var out []engine.AgentInfo
+	err := r.store.Scan([]byte("agent/"+ws+"/"), func(_, v []byte) error {
+		info, err := decodeAgentInfo(v)
+		if err == nil {
+			out = append(out, info)
+		}
+		return err
+	})
+	return out, err
+}
+
+// RunAgent returns the agent that owns a run of workspace ws.
+func (r *Registry) RunAgent(ws, runID string) (engine.AgentInfo, error) {
+	v, err := r.store.Get(runKey(runID))
+	if err != nil {
+		return engine.AgentInfo{}, notFound("run", runID, err)
+	}
+	return r.Agent(ws, string(v))
+}
+
+func decodeAgentInfo(v []byte) (engine.AgentInfo, error) {
+	ev, err := engine.DecodeEvent(v)
+	if err != nil {
+		return engine.AgentInfo{}, fmt.Errorf("directory: %w", err)
+	}
+	created, ok := ev.(engine.AgentCreated)
+	if !ok {
+		return engine.AgentInfo{}, fmt.Errorf("directory: agent record holds %T", ev)
+	}
+	return created.Info, nil
+}
+
+func notFound(what, ref string, err error) error {
+	if errors.Is(err, persist.ErrNotFound) {
+		return fmt.Errorf("%s %s: %w", what, ref, engine.ErrNotFound)
+	}
+	return fmt.Errorf("%s %s: %w", what, ref, err)
+}

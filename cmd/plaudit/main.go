@@ -1,0 +1,88 @@
+// Command plaudit is the Plaudit reward engine.
+//
+//	plaudit serve [flags]   run the server
+//	plaudit version         print the version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/plaudit/plaudit/server"
+)
+
+const version = "0.1.0"
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "plaudit:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: plaudit serve|version [flags]")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "plaudit", version)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q (want serve or version)", args[0])
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg server.Config
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory (Pebble)")
+	fs.StringVar(&cfg.HTTPAddr, "http", ":8080", "HTTP listen address")
+	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "address of the embedded NATS server")
+	fs.StringVar(&cfg.NATSURL, "nats-url", "", "connect to this NATS server instead of embedding one")
+	fs.IntVar(&cfg.MaxBody, "max-body", 1<<20, "largest accepted request body, in bytes")
+	fs.IntVar(&cfg.SnapshotEvery, "snapshot-every", 10000, "snapshot an agent after this many events")
+	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", time.Minute, "snapshot an agent this long after its first unsnapshotted event")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "passivate an agent actor idle this long")
+	fs.IntVar(&cfg.MailboxLimit, "mailbox-limit", 1024, "requests in flight per agent before 503")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = logger
+	cfg.BootstrapKey = os.Getenv("PLAUDIT_BOOTSTRAP_KEY")
+
+	srv, err := server.Start(cfg)
+	if err != nil {
+		return err
+	}
+	if srv.AdminKey != "" {
+		fmt.Fprintf(stdout, "admin key (shown once, keep it): %s\n", srv.AdminKey)
+	}
+	logger.Info("plaudit ready", "http", srv.HTTPAddr(), "nats", srv.NATSURL(), "data", cfg.DataDir,
+		"account", srv.AccountID())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	logger.Info("draining", "signal", sig.String())
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}

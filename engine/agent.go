@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"fmt"
+)
+
+// Agent is the in-memory state of one agent. It is not safe for concurrent
+// use: one actor owns it.
+type Agent struct {
+	info    AgentInfo
+	created bool
+
+	runs          map[string]*Run
+	runList       []*Run // creation order
+	runByExternal map[string]*Run
+	// sessionLatest is, per session, the finished run with the latest finished_at.
+	sessionLatest map[string]*Run
+	objectRuns    map[string][]string // object → ids of the runs that claimed it, in claim order
+
+	signals       []Signal         // receipt order
+	runSignals    map[string][]int // run id → indexes into signals
+	objectSignals map[string][]int // object → indexes into signals
+	dedup         map[string]int   // dedup key → index into signals
+
+	objectives []ObjectiveVersion // objectives[i].Version == i+1
+
+	seq uint64 // events applied so far = sequence of the last event
+}
+
+// NewAgent returns an empty agent; its first event must be AgentCreated.
+func NewAgent() *Agent {
+	return &Agent{
+		runs:          map[string]*Run{},
+		runByExternal: map[string]*Run{},
+		sessionLatest: map[string]*Run{},
+		objectRuns:    map[string][]string{},
+		runSignals:    map[string][]int{},
+		objectSignals: map[string][]int{},
+		dedup:         map[string]int{},
+	}
+}
+
+// Info describes the agent; zero until AgentCreated is applied.
+func (a *Agent) Info() AgentInfo { return a.info }
+
+// Created reports whether the agent exists.
+func (a *Agent) Created() bool { return a.created }
+
+// LastSeq is the sequence number of the last applied event.
+func (a *Agent) LastSeq() uint64 { return a.seq }
+
+// Replay applies one persisted event; seq must follow LastSeq.
+func (a *Agent) Replay(seq uint64, ev Event) error {
+	if seq != a.seq+1 {
+		return fmt.Errorf("engine: replay event %d after %d", seq, a.seq)
+	}
+	return a.apply(ev)
+}
+
+func (a *Agent) apply(ev Event) error {
+	switch e := ev.(type) {
+	case AgentCreated:
+		a.info = e.Info
+		a.created = true
+	case RunCreated:
+		r := e.Run
+		a.runs[r.ID] = &r
+		a.runList = append(a.runList, &r)
+		if r.ExternalID != "" {
+			a.runByExternal[r.ExternalID] = &r
+		}
+	case RunFinished:
+		r := a.runs[e.RunID]
+		if r == nil {
+			return fmt.Errorf("engine: finish of unknown run %s", e.RunID)
+		}
+		r.Finished, r.Succeeded, r.FinishedAt = true, e.Succeeded, e.FinishedAt
+		a.noteSessionFinish(r)
+	case ObjectClaimed:
+		r := a.runs[e.RunID]
+		if r == nil {
+			return fmt.Errorf("engine: claim of unknown run %s", e.RunID)
+		}
+		r.Claims = append(r.Claims, e.Claim)
+		a.objectRuns[e.Claim.Object] = append(a.objectRuns[e.Claim.Object], r.ID)
+	case TraceRegistered:
+		r := a.runs[e.RunID]
+		if r == nil {
+			return fmt.Errorf("engine: trace of unknown run %s", e.RunID)
+		}
+		r.Traces = append(r.Traces, e.Trace)
+	case SignalRecorded:
+		a.addSignal(e.Signal)
+	case ObjectivePut:
+		if e.Version != len(a.objectives)+1 {
+			return fmt.Errorf("engine: objective version %d after %d", e.Version, len(a.objectives))
+		}
+		a.objectives = append(a.objectives, ObjectiveVersion(e))
+	default:
+		return fmt.Errorf("engine: unknown event %T", ev)
+	}
+	a.seq++
+	return nil
+}
+
+func (a *Agent) addSignal(s Signal) {
+	i := len(a.signals)
+	a.signals = append(a.signals, s)
+	if s.RunID != "" {
+		a.runSignals[s.RunID] = append(a.runSignals[s.RunID], i)
+	}
+	if s.Object != "" {
+		a.objectSignals[s.Object] = append(a.objectSignals[s.Object], i)
+	}
+	if s.DedupKey != "" {
+		a.dedup[s.DedupKey] = i
+	}
+}
+
+// noteSessionFinish keeps, per session, the finished run with the latest
+// finished_at; ties go to the later-created run (the larger ULID), so live
+// apply and Restore agree.
+func (a *Agent) noteSessionFinish(r *Run) {
+	if r.SessionID == "" || !r.Finished {
+		return
+	}
+	cur := a.sessionLatest[r.SessionID]
+	if cur == nil || r.FinishedAt.After(cur.FinishedAt) || (r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
+		a.sessionLatest[r.SessionID] = r
+	}
+}

@@ -1,0 +1,376 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+// The codec writes events and snapshots in a compact binary form: varints,
+// length-prefixed strings, IEEE floats. It is hand-written rather than
+// reflective because every acknowledged write passes through it. Checksums
+// and framing belong to persist; this layer only has to reject garbage
+// without panicking.
+
+// ErrDecode is wrapped by every decoding failure.
+var ErrDecode = errors.New("engine: cannot decode")
+
+const (
+	codecVersion  = 1
+	maxDecodeLen  = 1 << 26 // no string or collection is longer
+	snapshotMagic = 'S'
+)
+
+// AppendEvent appends the encoding of ev to dst.
+func AppendEvent(dst []byte, ev Event) []byte {
+	w := writer(append(dst, codecVersion, byte(ev.eventType())))
+	switch e := ev.(type) {
+	case AgentCreated:
+		w.agentInfo(e.Info)
+	case RunCreated:
+		w.run(e.Run)
+	case RunFinished:
+		w.str(e.RunID)
+		w.boolean(e.Succeeded)
+		w.time(e.FinishedAt)
+	case ObjectClaimed:
+		w.str(e.RunID)
+		w.str(e.Claim.Object)
+		w.time(e.Claim.CreatedAt)
+	case TraceRegistered:
+		w.str(e.RunID)
+		w.trace(e.Trace)
+	case SignalRecorded:
+		w.signal(e.Signal)
+	case ObjectivePut:
+		w.objective(ObjectiveVersion(e))
+	}
+	return w
+}
+
+// DecodeEvent decodes one event.
+func DecodeEvent(b []byte) (ev Event, err error) {
+	r := &reader{b: b}
+	if v := r.byte(); v != codecVersion {
+		return nil, fmt.Errorf("%w: event format %d", ErrDecode, v)
+	}
+	switch t := eventType(r.byte()); t {
+	case evAgentCreated:
+		ev = AgentCreated{Info: r.agentInfo()}
+	case evRunCreated:
+		ev = RunCreated{Run: r.run()}
+	case evRunFinished:
+		ev = RunFinished{RunID: r.str(), Succeeded: r.boolean(), FinishedAt: r.time()}
+	case evObjectClaimed:
+		ev = ObjectClaimed{RunID: r.str(), Claim: Claim{Object: r.str(), CreatedAt: r.time()}}
+	case evTraceRegistered:
+		ev = TraceRegistered{RunID: r.str(), Trace: r.trace()}
+	case evSignalRecorded:
+		ev = SignalRecorded{Signal: r.signal()}
+	case evObjectivePut:
+		ev = ObjectivePut(r.objective())
+	default:
+		return nil, fmt.Errorf("%w: event type %d", ErrDecode, t)
+	}
+	return ev, r.done()
+}
+
+// AppendState appends the encoding of a snapshot view to dst.
+func AppendState(dst []byte, s State) []byte {
+	w := writer(append(dst, codecVersion, snapshotMagic))
+	w.uvarint(s.Seq)
+	w.boolean(s.Created)
+	w.agentInfo(s.Info)
+	w.uvarint(uint64(len(s.Runs)))
+	for _, r := range s.Runs {
+		w.run(r)
+	}
+	w.uvarint(uint64(len(s.Signals)))
+	for _, sig := range s.Signals {
+		w.signal(sig)
+	}
+	w.uvarint(uint64(len(s.Objectives)))
+	for _, o := range s.Objectives {
+		w.objective(o)
+	}
+	return w
+}
+
+// DecodeState decodes a snapshot view.
+func DecodeState(b []byte) (State, error) {
+	r := &reader{b: b}
+	if r.byte() != codecVersion || r.byte() != snapshotMagic {
+		return State{}, fmt.Errorf("%w: not a snapshot", ErrDecode)
+	}
+	var s State
+	s.Seq = r.uvarint()
+	s.Created = r.boolean()
+	s.Info = r.agentInfo()
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Runs = append(s.Runs, r.run())
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Signals = append(s.Signals, r.signal())
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Objectives = append(s.Objectives, r.objective())
+	}
+	return s, r.done()
+}
+
+type writer []byte
+
+func (w *writer) uvarint(v uint64) { *w = binary.AppendUvarint(*w, v) }
+func (w *writer) varint(v int64)   { *w = binary.AppendVarint(*w, v) }
+func (w *writer) str(s string)     { w.uvarint(uint64(len(s))); *w = append(*w, s...) }
+func (w *writer) float(f float64)  { *w = binary.LittleEndian.AppendUint64(*w, math.Float64bits(f)) }
+
+func (w *writer) boolean(b bool) {
+	if b {
+		*w = append(*w, 1)
+	} else {
+		*w = append(*w, 0)
+	}
+}
+
+// time writes 0 for the zero time, else 1 and Unix nanoseconds.
+func (w *writer) time(t time.Time) {
+	if t.IsZero() {
+		*w = append(*w, 0)
+		return
+	}
+	*w = append(*w, 1)
+	w.varint(t.UnixNano())
+}
+
+func (w *writer) labels(m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		w.str(k)
+		w.str(m[k])
+	}
+}
+
+func (w *writer) agentInfo(i AgentInfo) {
+	w.str(i.ID)
+	w.str(i.Workspace)
+	w.str(i.Name)
+	w.str(i.ExternalID)
+	w.labels(i.Labels)
+	w.str(i.SelectionMode)
+	w.time(i.CreatedAt)
+}
+
+func (w *writer) run(r Run) {
+	w.str(r.ID)
+	w.str(r.AgentID)
+	w.str(r.Version)
+	w.str(r.VariationID)
+	w.str(r.SessionID)
+	w.str(r.ExternalID)
+	w.labels(r.Labels)
+	w.time(r.CreatedAt)
+	w.boolean(r.Finished)
+	w.boolean(r.Succeeded)
+	w.time(r.FinishedAt)
+	w.uvarint(uint64(len(r.Claims)))
+	for _, c := range r.Claims {
+		w.str(c.Object)
+		w.time(c.CreatedAt)
+	}
+	w.uvarint(uint64(len(r.Traces)))
+	for _, t := range r.Traces {
+		w.trace(t)
+	}
+}
+
+func (w *writer) trace(t Trace) {
+	w.str(t.TraceID)
+	w.str(t.TurnID)
+	w.time(t.CreatedAt)
+}
+
+func (w *writer) signal(s Signal) {
+	w.str(s.ID)
+	w.str(s.Kind)
+	w.float(s.Value)
+	w.str(s.RunID)
+	w.str(s.SessionID)
+	w.str(s.Object)
+	w.str(s.DedupKey)
+	w.time(s.OccurredAt)
+	w.time(s.ReceivedAt)
+	w.uvarint(s.Seq)
+}
+
+func (w *writer) objective(o ObjectiveVersion) {
+	w.uvarint(uint64(o.Version))
+	w.str(string(o.Definition.AppendJSON(nil)))
+	w.str(o.Note)
+	w.time(o.CreatedAt)
+}
+
+// reader decodes; the first failure sticks in err and later reads return zeros.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{ErrDecode}, args...)...)
+	}
+	r.b = nil
+}
+
+func (r *reader) done() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes", len(r.b))
+	}
+	return r.err
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail("short input")
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("bad varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) count() int {
+	n := r.uvarint()
+	if n > maxDecodeLen || n > uint64(len(r.b)) {
+		r.fail("length %d out of range", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) str() string {
+	n := r.count()
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) float() float64 {
+	if len(r.b) < 8 {
+		r.fail("short float")
+		return 0
+	}
+	f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return f
+}
+
+func (r *reader) boolean() bool {
+	switch r.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	r.fail("bad bool")
+	return false
+}
+
+func (r *reader) time() time.Time {
+	switch r.byte() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return time.Unix(0, r.varint()).UTC()
+	}
+	r.fail("bad time")
+	return time.Time{}
+}
+
+func (r *reader) labels() map[string]string {
+	n := r.count()
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]string, min(n, 64))
+	for ; n > 0 && r.err == nil; n-- {
+		k := r.str()
+		m[k] = r.str()
+	}
+	return m
+}
+
+func (r *reader) agentInfo() AgentInfo {
+	return AgentInfo{ID: r.str(), Workspace: r.str(), Name: r.str(), ExternalID: r.str(),
+		Labels: r.labels(), SelectionMode: r.str(), CreatedAt: r.time()}
+}
+
+func (r *reader) run() Run {
+	run := Run{ID: r.str(), AgentID: r.str(), Version: r.str(), VariationID: r.str(), SessionID: r.str(),
+		ExternalID: r.str(), Labels: r.labels(), CreatedAt: r.time(), Finished: r.boolean(),
+		Succeeded: r.boolean(), FinishedAt: r.time()}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		run.Claims = append(run.Claims, Claim{Object: r.str(), CreatedAt: r.time()})
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		run.Traces = append(run.Traces, r.trace())
+	}
+	return run
+}
+
+func (r *reader) trace() Trace {
+	return Trace{TraceID: r.str(), TurnID: r.str(), CreatedAt: r.time()}
+}
+
+func (r *reader) signal() Signal {
+	return Signal{ID: r.str(), Kind: r.str(), Value: r.float(), RunID: r.str(), SessionID: r.str(),
+		Object: r.str(), DedupKey: r.str(), OccurredAt: r.time(), ReceivedAt: r.time(), Seq: r.uvarint()}
+}
+
+func (r *reader) objective() ObjectiveVersion {
+	o := ObjectiveVersion{Version: int(r.uvarint())}
+	def := r.str()
+	o.Note = r.str()
+	o.CreatedAt = r.time()
+	if r.err != nil {
+		return o
+	}
+	d, err := objective.Parse([]byte(def), "definition")
+	if err != nil {
+		r.fail("objective version %d: %v", o.Version, err)
+		return o
+	}
+	o.Definition = d
+	return o
+}

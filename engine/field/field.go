@@ -1,0 +1,45 @@
+// Package field reports invalid input by the path of the field that is wrong,
+// e.g. "definition.terms[1].scale", so every door can name it in a 400.
+package field
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid request")
+
+// Error is a validation failure at one field path.
+type Error struct {
+	Path   string // dotted path with [i] indexes; empty for the whole body
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Reason
+	}
+	return e.Path + ": " + e.Reason
+}
+
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// Errorf returns an *Error at path.
+func Errorf(path, format string, args ...any) error {
+	return &Error{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Join appends a key to a path: Join("definition", "terms") = "definition.terms".
+func Join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Index appends an index to a path: Index("terms", 1) = "terms[1]".
+func Index(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}

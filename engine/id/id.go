@@ -1,0 +1,40 @@
+// Package id makes Plaudit's identifiers: a type prefix and a ULID, e.g.
+// "run_01J9Z3K8Q4W6X0N1M2P3R4S5T6". Time and randomness come from the caller
+// so the engine stays deterministic under test.
+package id
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Prefixes of the identifiers the engine makes.
+const (
+	Agent     = "agt_"
+	Variation = "var_"
+	Run       = "run_"
+	Signal    = "sig_"
+	Feedback  = "fb_"
+	Report    = "rpt_"
+	Reward    = "rw_"
+	Workspace = "ws_"
+	APIKey    = "key_"
+	Profile   = "profile_"
+	Account   = "account_"
+)
+
+// New returns prefix + a ULID for time t with 80 bits drawn from rnd.
+func New(prefix string, t time.Time, rnd *rand.Rand) string {
+	var u ulid.ULID
+	_ = u.SetTime(ulid.Timestamp(t))
+	hi, lo := rnd.Uint64(), rnd.Uint64()
+	for i := 0; i < 2; i++ {
+		u[6+i] = byte(hi >> (8 * (1 - i)))
+	}
+	for i := 0; i < 8; i++ {
+		u[8+i] = byte(lo >> (8 * (7 - i)))
+	}
+	return prefix + u.String()
+}

@@ -1,0 +1,311 @@
+package objective
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Signal is one observation attached to a run, as the evaluator sees it. The
+// caller has already dropped dedup duplicates and resolved subjects (run id,
+// session, claimed objects). Value is finite: the signal door rejects others.
+type Signal struct {
+	Kind       string
+	Value      float64
+	OccurredAt time.Time
+	ReceivedAt time.Time
+	Seq        uint64 // receipt order across the agent; breaks occurred_at ties
+}
+
+// Run is what the evaluator needs of a run.
+type Run struct {
+	ID         string
+	Finished   bool
+	FinishedAt time.Time
+}
+
+// TermResult is one term's part in a reward. Raw and Scaled are nil when
+// the term had no signal and skips; Count is 0 when it had none.
+type TermResult struct {
+	Signal   string
+	Weight   float64
+	Agg      Agg
+	Count    int
+	Raw      *float64
+	Scaled   *float64
+	Imputed  bool
+	Evidence bool
+}
+
+// GuardResult reports whether one guard matched.
+type GuardResult struct {
+	Signal  string
+	Op      Op
+	Value   float64
+	Matched bool
+}
+
+// Status says how a reward's value came about.
+type Status string
+
+// The statuses.
+const (
+	StatusScored   Status = "scored"   // from the terms, or from a numeric default
+	StatusGuarded  Status = "guarded"  // a guard matched; value is the lower bound
+	StatusExcluded Status = "excluded" // no evidence and default "exclude"; no value
+)
+
+// Reward is the reward of one run under one objective version at one instant.
+type Reward struct {
+	RunID            string
+	ObjectiveVersion int
+	Status           Status
+	Value            *float64  // nil when excluded
+	Matured          bool      // finished and the horizon has passed
+	MaturesAt        time.Time // zero when the run is unfinished
+	Terms            []TermResult
+	Guards           []GuardResult
+	LateSignals      int
+}
+
+// Evaluate computes the reward of run under def (objective version version)
+// at now, from the run's signals in any order; it does not modify signals.
+//
+//   - A signal received after finished_at + horizon_s is late: counted, never
+//     used. An unfinished run has no late signals.
+//   - A guard matches when any usable signal of its kind satisfies
+//     value op guard.value; a matched guard makes the run "guarded" at the
+//     lower bound, whatever the terms and evidence say. Terms are still reported.
+//   - A term aggregates its kind's usable signals in (occurred_at, seq) order,
+//     then scales the raw value to [0,1]. Without a signal it skips, or imputes
+//     Missing as the raw value; an imputed value is never evidence.
+//   - u = clamp(Σ wᵢ·xᵢ / Σ_{wᵢ>0} wᵢ, 0, 1) over the terms with a value
+//     (u = 0 when no positive weight contributes); value = lo + (hi − lo)·u.
+//   - Without an observed signal in an evidence term, Default decides:
+//     nil excludes the run, a number scores it with that value.
+func Evaluate(def Definition, version int, run Run, signals []Signal, now time.Time) Reward {
+	r := Reward{RunID: run.ID, ObjectiveVersion: version}
+	var deadline time.Time
+	if run.Finished {
+		deadline = run.FinishedAt.Add(duration(def.horizon()))
+		r.MaturesAt = deadline
+		r.Matured = !now.Before(deadline)
+	}
+
+	for i := range signals {
+		if !usable(&signals[i], run, deadline) {
+			r.LateSignals++
+		}
+	}
+
+	guarded := false
+	r.Guards = make([]GuardResult, len(def.Guards))
+	for i, g := range def.Guards {
+		matched := false
+		for j := range signals {
+			if s := &signals[j]; s.Kind == g.Signal && g.Op.holds(s.Value, g.Value) && usable(s, run, deadline) {
+				matched = true
+				break
+			}
+		}
+		r.Guards[i] = GuardResult{Signal: g.Signal, Op: g.Op, Value: g.Value, Matched: matched}
+		guarded = guarded || matched
+	}
+
+	// One backing array holds every Raw, Scaled and the Value, so a reward
+	// costs a fixed number of allocations however many terms it has.
+	vals := make([]float64, 2*len(def.Terms)+1)
+	evidence := false
+	var scratch []int32 // reused by the terms that sort
+	r.Terms = make([]TermResult, len(def.Terms))
+	for i, t := range def.Terms {
+		tr := TermResult{Signal: t.Signal, Weight: t.Weight, Agg: t.Agg.orDefault(), Evidence: t.Evidence}
+		x, n := aggregate(t, signals, run, deadline, &scratch)
+		tr.Count = n
+		if n == 0 && t.Missing != nil {
+			x, tr.Imputed = *t.Missing, true
+		}
+		if n > 0 || tr.Imputed {
+			raw, scaled := &vals[2*i], &vals[2*i+1]
+			*raw, *scaled = x, scale(x, t.Scale)
+			tr.Raw, tr.Scaled = raw, scaled
+		}
+		evidence = evidence || t.Evidence && n > 0
+		r.Terms[i] = tr
+	}
+
+	b := def.bounds()
+	value := &vals[len(vals)-1]
+	switch {
+	case guarded:
+		r.Status, *value = StatusGuarded, b[0]
+	case !evidence && def.Default == nil:
+		r.Status, value = StatusExcluded, nil
+	case !evidence:
+		r.Status, *value = StatusScored, *def.Default
+	default:
+		r.Status, *value = StatusScored, lerp(b, combine(r.Terms))
+	}
+	r.Value = value
+	return r
+}
+
+// aggregate collapses t's usable signals in (occurred_at, seq) order. With
+// WithinS, a finished run counts only signals that occurred by finished_at +
+// within_s. An unfinished run has no end to measure from, so the window is
+// not applied until it finishes; its reward reads like any other, unmatured.
+//
+// Only sum and mean depend on the whole order (float addition is not
+// associative), so only they sort, and only their own signals, in scratch;
+// first and last keep the extreme signal in one pass. Sorting every usable
+// signal up front cost ten times as much at 1000 signals.
+func aggregate(t Term, signals []Signal, run Run, deadline time.Time, scratch *[]int32) (x float64, n int) {
+	windowed := t.WithinS != nil && run.Finished
+	var cutoff time.Time
+	if windowed {
+		cutoff = run.FinishedAt.Add(duration(*t.WithinS))
+	}
+	agg := t.Agg.orDefault()
+	matched, best := (*scratch)[:0], 0
+	for i := range signals {
+		s := &signals[i]
+		if s.Kind != t.Signal || !usable(s, run, deadline) || windowed && s.OccurredAt.After(cutoff) {
+			continue
+		}
+		n++
+		switch agg {
+		case AggFirst:
+			if n == 1 || occursBefore(signals, i, best) {
+				best = i
+			}
+		case AggLast:
+			if n == 1 || occursBefore(signals, best, i) {
+				best = i
+			}
+		case AggMax:
+			if n == 1 || s.Value > x {
+				x = s.Value
+			}
+		case AggMin:
+			if n == 1 || s.Value < x {
+				x = s.Value
+			}
+		case AggSum, AggMean:
+			matched = append(matched, int32(i))
+		}
+	}
+	*scratch = matched
+	if n == 0 {
+		return 0, 0
+	}
+	switch agg {
+	case AggFirst, AggLast:
+		x = signals[best].Value
+	case AggCount:
+		x = float64(n)
+	case AggSum, AggMean:
+		slices.SortFunc(matched, func(a, b int32) int {
+			if occursBefore(signals, int(a), int(b)) {
+				return -1
+			}
+			return 1 // indexes are distinct, so never equal
+		})
+		for _, j := range matched {
+			x += signals[j].Value
+		}
+		if agg == AggMean {
+			x /= float64(n)
+		}
+	}
+	return x, n
+}
+
+// usable reports whether s arrived by the deadline; an unfinished run has none.
+func usable(s *Signal, run Run, deadline time.Time) bool {
+	return !run.Finished || !s.ReceivedAt.After(deadline)
+}
+
+// occursBefore orders signals by occurred_at, then seq, then index: equal
+// seqs only come from bad input, and the index keeps even that deterministic.
+func occursBefore(signals []Signal, i, j int) bool {
+	a, b := &signals[i], &signals[j]
+	if c := a.OccurredAt.Compare(b.OccurredAt); c != 0 {
+		return c < 0
+	}
+	if a.Seq != b.Seq {
+		return a.Seq < b.Seq
+	}
+	return i < j
+}
+
+// scale maps x onto [0,1]: by [lo,hi] when s is set, else by clamping.
+func scale(x float64, s *[2]float64) float64 {
+	if s == nil {
+		return clamp01(x)
+	}
+	lo, hi := s[0], s[1]
+	num, den := x-lo, hi-lo
+	if math.IsInf(den, 0) { // a range wider than MaxFloat64; halves cannot overflow
+		num, den = x/2-lo/2, hi/2-lo/2
+	}
+	return clamp01(num / den)
+}
+
+// combine returns u = clamp(Σ wᵢ·xᵢ / Σ_{wᵢ>0} wᵢ, 0, 1) over the terms
+// with a value, and 0 when no positive weight contributes.
+func combine(terms []TermResult) float64 {
+	num, den := weighted(terms, 1)
+	if math.IsInf(num, 0) || math.IsNaN(num) || math.IsInf(den, 0) {
+		// Weights near MaxFloat64 overflow the sums. Dividing every weight by
+		// the largest keeps each sum within the number of terms and leaves
+		// the ratio unchanged; it is not the default because the extra
+		// division would change the last bit of ordinary results.
+		m := 0.0
+		for _, t := range terms {
+			if t.Scaled != nil {
+				m = math.Max(m, math.Abs(t.Weight))
+			}
+		}
+		num, den = weighted(terms, m)
+	}
+	if den <= 0 {
+		return 0
+	}
+	return clamp01(num / den)
+}
+
+func weighted(terms []TermResult, div float64) (num, den float64) {
+	for _, t := range terms {
+		if t.Scaled == nil {
+			continue
+		}
+		w := t.Weight / div
+		num += w * *t.Scaled
+		if w > 0 {
+			den += w
+		}
+	}
+	return num, den
+}
+
+// lerp maps u in [0,1] onto the bounds b.
+func lerp(b [2]float64, u float64) float64 {
+	if d := b[1] - b[0]; !math.IsInf(d, 0) {
+		return b[0] + d*u
+	}
+	return b[0]*(1-u) + b[1]*u
+}
+
+func clamp01(x float64) float64 {
+	return math.Min(math.Max(x, 0), 1)
+}
+
+// duration converts seconds to a Duration, saturating at about 292 years:
+// a horizon that long never closes, which is what such a definition means.
+func duration(s float64) time.Duration {
+	ns := s * float64(time.Second)
+	if ns >= 1<<63 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
+}

@@ -1,0 +1,68 @@
+package objective
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func reward(id string, status Status, value *float64, matured bool) Reward {
+	return Reward{RunID: id, ObjectiveVersion: 2, Status: status, Value: value, Matured: matured}
+}
+
+func TestSummarize(t *testing.T) {
+	rewards := []Reward{
+		reward("r1", StatusScored, f(0.9), true),
+		reward("r2", StatusGuarded, f(0), true),
+		reward("r3", StatusExcluded, nil, true),
+		reward("r4", StatusScored, f(0.1), false), // unmatured: counted, not averaged or listed
+		reward("r6", StatusScored, f(0.3), true),
+		reward("r5", StatusScored, f(0.3), true), // ties with r6, listed first by RunID
+	}
+	s := Summarize("v3", 2, rewards, 3)
+	if s.Version != "v3" || s.ObjectiveVersion != 2 || s.Runs != 6 || s.Matured != 5 ||
+		s.Scored != 4 || s.Guarded != 1 || s.Excluded != 1 {
+		t.Fatalf("counts: %+v", s)
+	}
+	// mean over r1, r2, r5, r6 = (0.9 + 0 + 0.3 + 0.3) / 4 = 0.375
+	if s.Mean == nil || *s.Mean != (0.9+0+0.3+0.3)/4 {
+		t.Fatalf("mean %v", show(s.Mean))
+	}
+	var ids []string
+	for _, r := range s.Lowest {
+		ids = append(ids, r.RunID)
+	}
+	if got := strings.Join(ids, " "); got != "r2 r5 r6" {
+		t.Fatalf("lowest %q, want r2 r5 r6", got)
+	}
+}
+
+func TestSummarizeWithoutMaturedValues(t *testing.T) {
+	s := Summarize("v1", 0, []Reward{reward("r1", StatusScored, f(1), false), reward("r2", StatusExcluded, nil, true)}, 0)
+	if s.Mean != nil || len(s.Lowest) != 0 || s.Matured != 1 {
+		t.Fatalf("got %+v", s)
+	}
+	const want = `{"version":"v1","objective_version":0,"runs":2,"matured":1,"scored":1,"guarded":0,"excluded":1,"mean":null,"lowest":[]}`
+	if got := string(s.AppendJSON(nil)); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+func TestSummarizeLimit(t *testing.T) {
+	var rewards []Reward
+	for i := range 25 {
+		rewards = append(rewards, reward("r"+strconv.Itoa(100+i), StatusScored, f(float64(25-i)), true))
+	}
+	for _, tt := range []struct{ limit, want int }{{0, 20}, {-1, 20}, {5, 5}, {100, 25}} {
+		s := Summarize("v", 1, rewards, tt.limit)
+		if len(s.Lowest) != tt.want || *s.Lowest[0].Value != 1 {
+			t.Errorf("limit %d: %d lowest starting at %v", tt.limit, len(s.Lowest), show(s.Lowest[0].Value))
+		}
+		out := s.AppendJSON(nil)
+		var parsed struct{ Lowest []json.RawMessage }
+		if err := json.Unmarshal(out, &parsed); err != nil || len(parsed.Lowest) != tt.want {
+			t.Errorf("limit %d: %v, %d rendered", tt.limit, err, len(parsed.Lowest))
+		}
+	}
+}

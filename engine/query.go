@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+// Run returns a copy of a run.
+func (a *Agent) Run(runID string) (Run, error) {
+	r, err := a.run(runID)
+	if err != nil {
+		return Run{}, err
+	}
+	return a.runView(r), nil
+}
+
+// RunByExternalID returns the run with that external id.
+func (a *Agent) RunByExternalID(ext string) (Run, error) {
+	if r := a.runByExternal[ext]; r != nil {
+		return a.runView(r), nil
+	}
+	return Run{}, fmt.Errorf("run external_id %q: %w", ext, ErrNotFound)
+}
+
+// runView copies r; the slices are capped so later appends never show.
+func (a *Agent) runView(r *Run) Run {
+	v := *r
+	v.Claims = r.Claims[:len(r.Claims):len(r.Claims)]
+	v.Traces = r.Traces[:len(r.Traces):len(r.Traces)]
+	return v
+}
+
+// RunSignals returns the signals of a run in receipt order: those sent to it
+// by run id or session, and those sent to any object it claimed.
+func (a *Agent) RunSignals(runID string) ([]Signal, error) {
+	r, err := a.run(runID)
+	if err != nil {
+		return nil, err
+	}
+	idx := a.signalIndexes(r)
+	out := make([]Signal, len(idx))
+	for i, j := range idx {
+		out[i] = a.signals[j]
+	}
+	return out, nil
+}
+
+func (a *Agent) signalIndexes(r *Run) []int {
+	idx := a.runSignals[r.ID]
+	if len(r.Claims) == 0 {
+		return idx
+	}
+	idx = slices.Clone(idx)
+	for _, cl := range r.Claims {
+		idx = append(idx, a.objectSignals[cl.Object]...)
+	}
+	slices.Sort(idx)
+	return slices.Compact(idx)
+}
+
+// Objective returns objective version v; v < 0 means the current one.
+func (a *Agent) Objective(v int) (ObjectiveVersion, error) {
+	if v < 0 {
+		v = len(a.objectives)
+	}
+	switch {
+	case v == 0:
+		return DefaultObjective(), nil
+	case v <= len(a.objectives):
+		return a.objectives[v-1], nil
+	}
+	return ObjectiveVersion{}, fmt.Errorf("objective version %d: %w", v, ErrNotFound)
+}
+
+// Reward computes a run's reward under objective version v (< 0: current) at now.
+func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, error) {
+	r, err := a.run(runID)
+	if err != nil {
+		return objective.Reward{}, err
+	}
+	ov, err := a.Objective(v)
+	if err != nil {
+		return objective.Reward{}, err
+	}
+	return a.reward(r, ov, now, nil), nil
+}
+
+// reward evaluates r; buf is reused scratch space for the signals.
+func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time, buf []objective.Signal) objective.Reward {
+	buf = buf[:0]
+	for _, j := range a.signalIndexes(r) {
+		s := &a.signals[j]
+		buf = append(buf, objective.Signal{Kind: s.Kind, Value: s.Value, OccurredAt: s.OccurredAt,
+			ReceivedAt: s.ReceivedAt, Seq: s.Seq})
+	}
+	run := objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}
+	return objective.Evaluate(ov.Definition, ov.Version, run, buf, now)
+}
+
+// VersionRewards summarises the rewards of every run of an agent version.
+func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (objective.Summary, error) {
+	ov, err := a.Objective(v)
+	if err != nil {
+		return objective.Summary{}, err
+	}
+	var (
+		rewards []objective.Reward
+		buf     []objective.Signal
+	)
+	for _, r := range a.runList {
+		if r.Version == version {
+			rewards = append(rewards, a.reward(r, ov, now, buf))
+		}
+	}
+	return objective.Summarize(version, ov.Version, rewards, limit), nil
+}

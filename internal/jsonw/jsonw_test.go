@@ -1,0 +1,57 @@
+package jsonw
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+func TestStringRoundTrips(t *testing.T) {
+	for _, s := range []string{"", "plain", `quo"te`, `back\slash`, "nl\n\ttab", "\x00\x1f", "<&>", "é ☃ 😀", "\u2028\u2029", "bad\xffutf8"} {
+		out := String(nil, s)
+		var got string
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("String(%q) = %s: not JSON: %v", s, out, err)
+		}
+		want := s
+		if s == "bad\xffutf8" {
+			want = "bad\ufffdutf8"
+		}
+		if got != want {
+			t.Errorf("String(%q) decoded to %q", s, got)
+		}
+	}
+}
+
+func TestFloat(t *testing.T) {
+	cases := []struct {
+		in   float64
+		want string
+	}{
+		{0, "0"}, {1, "1"}, {-2, "-2"}, {0.5, "0.5"}, {0.1, "0.1"}, {1e-7, "1e-07"},
+		{1e21, "1e+21"}, {math.NaN(), "null"}, {math.Inf(1), "null"}, {0.5555555555555556, "0.5555555555555556"},
+	}
+	for _, c := range cases {
+		if got := string(Float(nil, c.in)); got != c.want {
+			t.Errorf("Float(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestObjectHelpers(t *testing.T) {
+	b := []byte{'{'}
+	b = Key(b, "a")
+	b = Int(b, 1)
+	b = Key(b, "m")
+	b = StringMap(b, map[string]string{"z": "1", "a": "2"})
+	b = Key(b, "t")
+	b = Time(b, time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600)))
+	b = Key(b, "n")
+	b = TimeOrNull(b, time.Time{})
+	b = append(b, '}')
+	want := `{"a":1,"m":{"a":"2","z":"1"},"t":"2026-01-02T02:04:05.0000006Z","n":null}`
+	if string(b) != want {
+		t.Fatalf("got %s\nwant %s", b, want)
+	}
+}

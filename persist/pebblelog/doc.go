@@ -1,0 +1,38 @@
+// Package pebblelog implements persist.Store on Pebble.
+//
+// # Key layout
+//
+// Three namespaces, each behind a one-byte tag and a '/', so that no directory
+// key can collide with log data whatever bytes the caller chooses:
+//
+//	e/<agent>/<seq>   event record; <seq> is 8 bytes big-endian, so byte order
+//	                  is sequence order
+//	s/<agent>         the agent's snapshot
+//	d/<key>           directory entry (caller's key verbatim)
+//
+// Agent ids never contain '/', so "e/<agent>/" is a prefix of exactly that
+// agent's events and "e/<agent>0" ('/'+1) bounds them from above.
+//
+// # Values
+//
+// An event record is CRC32C(agent, seq, payload) as 4 bytes big-endian
+// followed by the payload. The checksum covers the key fields too, so a record
+// copied under the wrong key is caught as well as a flipped bit.
+//
+// A snapshot is a format byte (1), the covered seq (8 bytes big-endian),
+// CRC32C(agent, seq, compressed) (4 bytes big-endian), then the zstd frame of
+// the state (the frame carries its own content checksum as well).
+//
+// # Durability
+//
+// Every write is one pebble.Batch committed with pebble.Sync. Pebble's commit
+// pipeline gathers concurrent batches into one WAL write and one fsync, so
+// agents committing at the same time share the cost; nothing here serialises
+// writers. SaveSnapshot writes the snapshot and DeleteRange-trims the events
+// it covers in one batch, so recovery never sees a trimmed log without the
+// snapshot that replaces it.
+//
+// Pebble's WAL already makes each batch atomic, so a torn event record is not
+// expected from Pebble itself; Load still treats a bad final record as torn
+// (dropped and deleted) and any earlier one as corruption.
+package pebblelog

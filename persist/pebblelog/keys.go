@@ -1,0 +1,86 @@
+package pebblelog
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+const (
+	eventTag    = 'e'
+	snapshotTag = 's'
+	dirTag      = 'd'
+	seqLen      = 8
+)
+
+func validAgent(agent string) error {
+	if agent == "" || strings.IndexByte(agent, '/') >= 0 {
+		return persist.ErrInvalid
+	}
+	return nil
+}
+
+// eventPrefix returns "e/<agent>/".
+func eventPrefix(agent string) []byte {
+	k := make([]byte, 0, 3+len(agent)+seqLen)
+	k = append(k, eventTag, '/')
+	k = append(k, agent...)
+	return append(k, '/')
+}
+
+// appendEventKey appends "e/<agent>/<seq>" to dst.
+func appendEventKey(dst []byte, agent string, seq uint64) []byte {
+	dst = append(dst, eventTag, '/')
+	dst = append(dst, agent...)
+	dst = append(dst, '/')
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+func eventKeyLen(agent string) int { return 3 + len(agent) + seqLen }
+
+func eventKey(agent string, seq uint64) []byte {
+	return appendEventKey(make([]byte, 0, eventKeyLen(agent)), agent, seq)
+}
+
+// eventUpper returns "e/<agent>0", the exclusive upper bound of the agent's
+// events ('0' is '/'+1).
+func eventUpper(agent string) []byte {
+	k := eventPrefix(agent)
+	k[len(k)-1] = '/' + 1
+	return k
+}
+
+// seqOf parses the sequence from an event key of agent, reporting false if
+// the key is not exactly prefix + 8 bytes.
+func seqOf(key []byte, prefixLen int) (uint64, bool) {
+	if len(key) != prefixLen+seqLen {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(key[prefixLen:]), true
+}
+
+func snapshotKey(agent string) []byte {
+	k := make([]byte, 0, 2+len(agent))
+	k = append(k, snapshotTag, '/')
+	return append(k, agent...)
+}
+
+func dirKey(key []byte) []byte {
+	k := make([]byte, 0, 2+len(key))
+	k = append(k, dirTag, '/')
+	return append(k, key...)
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+// Directory prefixes always start with "d/", so a successor exists.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

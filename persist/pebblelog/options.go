@@ -1,0 +1,85 @@
+package pebblelog
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options tunes a Store. The zero value is ready to use.
+type Options struct {
+	// FS is the file system; nil means vfs.Default. Tests pass
+	// vfs.NewCrashableMem() to simulate crashes.
+	FS vfs.FS
+	// CacheSize is the block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// MemTableSize is the memtable size in bytes (default 64 MiB). Pebble
+	// starts with a small memtable and grows to this size.
+	MemTableSize uint64
+	// MaxSnapshotSize caps a decompressed snapshot (default 1 GiB); a
+	// snapshot that would decode larger is reported as corrupt.
+	MaxSnapshotSize uint64
+	// Logger receives Pebble's log output. nil discards informational and
+	// error messages (Pebble otherwise logs to stderr) and panics on fatal
+	// ones, which Pebble raises only when it cannot continue.
+	Logger pebble.Logger
+}
+
+const (
+	defaultCacheSize       = 64 << 20
+	defaultMemTableSize    = 64 << 20
+	defaultMaxSnapshotSize = 1 << 30
+)
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = defaultCacheSize
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = defaultMemTableSize
+	}
+	if o.MaxSnapshotSize == 0 {
+		o.MaxSnapshotSize = defaultMaxSnapshotSize
+	}
+	if o.Logger == nil {
+		o.Logger = quietLogger{}
+	}
+	return o
+}
+
+// openDB opens Pebble with the options both Open and OpenRaw use, so that
+// benchmarks against a raw DB compare like with like.
+func openDB(dir string, o Options) (*pebble.DB, error) {
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	popts := &pebble.Options{
+		FS:                 o.FS,
+		Cache:              cache,
+		MemTableSize:       o.MemTableSize,
+		Logger:             o.Logger,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// OpenRaw opens a bare Pebble DB at dir with the Store's default options.
+// It exists for benchmark baselines (a synced pebble Set per write).
+func OpenRaw(dir string) (*pebble.DB, error) {
+	return openDB(dir, Options{}.withDefaults())
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

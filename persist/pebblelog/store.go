@@ -1,0 +1,243 @@
+package pebblelog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Store is a persist.Store on one Pebble DB.
+type Store struct {
+	// mu is read-held by every operation and write-held by Close, because
+	// Pebble panics on use after Close. Read-locking does not serialise
+	// writers: concurrent commits still meet in Pebble's commit pipeline and
+	// share an fsync.
+	mu     sync.RWMutex
+	closed bool
+	db     *pebble.DB
+	codec  *codec
+
+	// snapMu stripes SaveSnapshot by agent so that its read of the stored
+	// snapshot seq and its write are atomic. Appends never take it.
+	snapMu   [64]sync.Mutex
+	snapSeed maphash.Seed
+}
+
+var _ persist.Store = (*Store)(nil)
+
+// Open opens (creating if needed) a Store in dir on opts.FS.
+func Open(dir string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	c, err := newCodec(opts.MaxSnapshotSize)
+	if err != nil {
+		return nil, fmt.Errorf("pebblelog: %w", err)
+	}
+	db, err := openDB(dir, opts)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return &Store{db: db, codec: c, snapSeed: maphash.MakeSeed()}, nil
+}
+
+// Append implements persist.Store.
+func (s *Store) Append(b persist.Batch) error {
+	if err := validAgent(b.Agent); err != nil {
+		return fmt.Errorf("append: agent %q: %w", b.Agent, err)
+	}
+	n := uint64(len(b.Events))
+	if b.First == 0 || n > 0 && b.First > math.MaxUint64-(n-1) {
+		return fmt.Errorf("append: agent %s: first seq %d: %w", b.Agent, b.First, persist.ErrInvalid)
+	}
+	size := 12
+	for _, ev := range b.Events {
+		size += 24 + eventKeyLen(b.Agent) + crcLen + len(ev)
+	}
+	for _, kv := range b.Index {
+		if len(kv.Key) == 0 {
+			return fmt.Errorf("append: agent %s: empty index key: %w", b.Agent, persist.ErrInvalid)
+		}
+		size += 24 + 2 + len(kv.Key) + len(kv.Value)
+	}
+	if n == 0 && len(b.Index) == 0 {
+		return nil
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	batch := s.db.NewBatchWithSize(size)
+	defer batch.Close()
+	kl := eventKeyLen(b.Agent)
+	for i, ev := range b.Events {
+		seq := b.First + uint64(i)
+		op := batch.SetDeferred(kl, crcLen+len(ev))
+		appendEventKey(op.Key[:0], b.Agent, seq)
+		putRecord(op.Value, b.Agent, seq, ev)
+		if err := op.Finish(); err != nil {
+			return err
+		}
+	}
+	if err := addKVs(batch, b.Index); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
+	}
+	return nil
+}
+
+// SaveSnapshot implements persist.Store.
+func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
+	if err := validAgent(agent); err != nil {
+		return fmt.Errorf("snapshot: agent %q: %w", agent, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	v := s.codec.encode(agent, seq, state) // CPU-heavy: before the stripe lock
+
+	mu := &s.snapMu[maphash.String(s.snapSeed, agent)%uint64(len(s.snapMu))]
+	mu.Lock()
+	defer mu.Unlock()
+	sk := snapshotKey(agent)
+	if old, closer, err := s.db.Get(sk); err == nil {
+		oldSeq, ok := snapshotSeq(old)
+		closer.Close()
+		if ok && oldSeq > seq {
+			// A newer snapshot already trimmed events this one would need.
+			return nil
+		}
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
+	}
+	batch := s.db.NewBatchWithSize(len(sk) + len(v) + 2*eventKeyLen(agent) + 64)
+	defer batch.Close()
+	if err := batch.Set(sk, v, nil); err != nil {
+		return err
+	}
+	// The end key is the seq's key plus a zero byte: the smallest key after
+	// it, so seq itself is trimmed without computing seq+1 (which may wrap).
+	end := append(eventKey(agent, seq), 0)
+	if err := batch.DeleteRange(eventPrefix(agent), end, nil); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
+	}
+	return nil
+}
+
+// Get implements persist.Store.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, persist.ErrClosed
+	}
+	v, closer, err := s.db.Get(dirKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, persist.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %q: %w", key, err)
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, nil
+}
+
+// Put implements persist.Store.
+func (s *Store) Put(kvs ...persist.KV) error {
+	size := 12
+	for _, kv := range kvs {
+		if len(kv.Key) == 0 {
+			return fmt.Errorf("put: empty key: %w", persist.ErrInvalid)
+		}
+		size += 24 + 2 + len(kv.Key) + len(kv.Value)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	batch := s.db.NewBatchWithSize(size)
+	defer batch.Close()
+	if err := addKVs(batch, kvs); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	return nil
+}
+
+func addKVs(batch *pebble.Batch, kvs []persist.KV) error {
+	for _, kv := range kvs {
+		var err error
+		if kv.Value == nil {
+			err = batch.Delete(dirKey(kv.Key), nil)
+		} else {
+			err = batch.Set(dirKey(kv.Key), kv.Value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Scan implements persist.Store.
+func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	lower := dirKey(prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break // reported by it.Error below
+		}
+		if err := fn(it.Key()[2:], v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil { // Close returns the iterator's error
+		return fmt.Errorf("scan: %w", err)
+	}
+	return nil
+}
+
+// Close implements persist.Store. In-flight operations finish first.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	s.closed = true
+	err := s.db.Close()
+	s.codec.close()
+	return err
+}

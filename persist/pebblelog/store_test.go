@@ -1,0 +1,280 @@
+package pebblelog
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/persisttest"
+)
+
+func TestContractDisk(t *testing.T) {
+	persisttest.RunContract(t, func(t *testing.T) persist.Store { return openDisk(t, t.TempDir()) })
+}
+
+func TestContractCrashableMem(t *testing.T) {
+	persisttest.RunContract(t, func(t *testing.T) persist.Store {
+		s, err := Open("db", Options{FS: vfs.NewCrashableMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func openDisk(t testing.TB, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func openTemp(t *testing.T) *Store {
+	s := openDisk(t, t.TempDir())
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func appendN(t *testing.T, s *Store, agent string, first uint64, n int) {
+	t.Helper()
+	err := s.Append(persist.Batch{Agent: agent, First: first, Events: persisttest.Events(agent, first, n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReopenLoadsSameState(t *testing.T) {
+	dir := t.TempDir()
+	s := openDisk(t, dir)
+	appendN(t, s, "agt_a", 1, 5)
+	appendN(t, s, "agt_b", 1, 3)
+	if err := s.SaveSnapshot("agt_a", 3, []byte("a@3")); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "agt_a", 6, 2)
+	if err := s.Put(persist.KV{Key: []byte("ws/1"), Value: []byte("one")}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]persist.Recovered{}
+	for _, agent := range []string{"agt_a", "agt_b", "agt_c"} {
+		r, err := s.Load(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[agent] = r
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openDisk(t, dir)
+	defer s.Close()
+	for agent, w := range want {
+		got, err := s.Load(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("after reopen Load(%s) = %+v, want %+v", agent, got, w)
+		}
+	}
+	if v, err := s.Get([]byte("ws/1")); err != nil || string(v) != "one" {
+		t.Errorf("after reopen Get(ws/1) = %q, %v", v, err)
+	}
+}
+
+func TestSnapshotTrimsCoveredEvents(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 10)
+	appendN(t, s, "agt2", 1, 3)
+	if err := s.SaveSnapshot("agt", 6, []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawSeqs(t, s, "agt"); !reflect.DeepEqual(got, []uint64{7, 8, 9, 10}) {
+		t.Fatalf("log after snapshot at 6 = %v, want [7 8 9 10]", got)
+	}
+	if got := rawSeqs(t, s, "agt2"); !reflect.DeepEqual(got, []uint64{1, 2, 3}) {
+		t.Fatalf("other agent's log = %v, want [1 2 3]", got)
+	}
+}
+
+func rawSeqs(t *testing.T, s *Store, agent string) []uint64 {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: eventPrefix(agent), UpperBound: eventUpper(agent)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var seqs []uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, _ := seqOf(it.Key(), len(eventPrefix(agent)))
+		seqs = append(seqs, seq)
+	}
+	return seqs
+}
+
+// rewrite replaces the stored value at key with f(value), bypassing Store.
+func rewrite(t *testing.T, s *Store, key []byte, f func(v []byte) []byte) {
+	t.Helper()
+	v, closer, err := s.db.Get(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv := f(bytes.Clone(v))
+	closer.Close()
+	if err := s.db.Set(key, nv, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipLast(v []byte) []byte { v[len(v)-1] ^= 0x40; return v }
+
+func TestTornFinalRecordIsDropped(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"flipped byte": flipLast,
+		"truncated":    func(v []byte) []byte { return v[:2] },
+		"empty":        func([]byte) []byte { return []byte{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openTemp(t)
+			appendN(t, s, "agt_t", 1, 5)
+			rewrite(t, s, eventKey("agt_t", 5), damage)
+			r, err := s.Load("agt_t")
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if r.LastSeq != 4 {
+				t.Fatalf("LastSeq = %d, want 4", r.LastSeq)
+			}
+			persisttest.CheckTail(t, "agt_t", r.Tail, persisttest.Events("agt_t", 1, 4))
+			if got := rawSeqs(t, s, "agt_t"); len(got) != 4 {
+				t.Fatalf("torn record not deleted: log = %v", got)
+			}
+			redo := [][]byte{[]byte("redo-5"), []byte("redo-6")}
+			if err := s.Append(persist.Batch{Agent: "agt_t", First: 5, Events: redo}); err != nil {
+				t.Fatalf("Append at torn seq: %v", err)
+			}
+			r, err = s.Load("agt_t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			persisttest.CheckTail(t, "agt_t", r.Tail, append(persisttest.Events("agt_t", 1, 4), redo...))
+		})
+	}
+}
+
+func TestTornOnlyTailRecordAfterSnapshot(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 4)
+	if err := s.SaveSnapshot("agt", 3, []byte("s3")); err != nil {
+		t.Fatal(err)
+	}
+	rewrite(t, s, eventKey("agt", 4), flipLast)
+	r, err := s.Load("agt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SnapshotSeq != 3 || r.LastSeq != 3 || len(r.Tail) != 0 {
+		t.Fatalf("Load = %+v, want snapshot at 3 and empty tail", r)
+	}
+}
+
+func wantCorrupt(t *testing.T, s *Store, agent, detail string) {
+	t.Helper()
+	for range 2 { // corruption is not "repaired" by loading
+		_, err := s.Load(agent)
+		if !errors.Is(err, persist.ErrCorrupt) {
+			t.Fatalf("Load: err = %v, want ErrCorrupt", err)
+		}
+		if !strings.Contains(err.Error(), agent) || !strings.Contains(err.Error(), detail) {
+			t.Fatalf("Load: err = %q, want it to name %q and %q", err, agent, detail)
+		}
+	}
+}
+
+func TestMidLogCorruptionIsError(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt_mid", 1, 5)
+	rewrite(t, s, eventKey("agt_mid", 3), flipLast)
+	wantCorrupt(t, s, "agt_mid", "event 3")
+}
+
+func TestRecordUnderWrongKeyIsError(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt_x", 1, 3)
+	appendN(t, s, "agt_y", 1, 3)
+	v, closer, err := s.db.Get(eventKey("agt_x", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = bytes.Clone(v)
+	closer.Close()
+	if err := s.db.Set(eventKey("agt_y", 2), v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	wantCorrupt(t, s, "agt_y", "event 2")
+}
+
+func TestGapIsError(t *testing.T) {
+	for name, tc := range map[string]struct {
+		snapAt, del uint64
+		detail      string
+	}{
+		"middle":         {del: 3, detail: "event 4"},
+		"first":          {del: 1, detail: "event 2"},
+		"after snapshot": {snapAt: 2, del: 3, detail: "event 4"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openTemp(t)
+			appendN(t, s, "agt_gap", 1, 5)
+			if tc.snapAt > 0 {
+				if err := s.SaveSnapshot("agt_gap", tc.snapAt, []byte("s")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.db.Delete(eventKey("agt_gap", tc.del), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			wantCorrupt(t, s, "agt_gap", tc.detail)
+		})
+	}
+}
+
+func TestCorruptSnapshotIsError(t *testing.T) {
+	for name, damage := range map[string]func([]byte) []byte{
+		"flipped state":  flipLast,
+		"flipped seq":    func(v []byte) []byte { v[8] ^= 1; return v },
+		"unknown format": func(v []byte) []byte { v[0] = 9; return v },
+		"truncated":      func(v []byte) []byte { return v[:snapshotHeader-1] },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := openTemp(t)
+			appendN(t, s, "agt_snap", 1, 3)
+			if err := s.SaveSnapshot("agt_snap", 2, bytes.Repeat([]byte("state"), 100)); err != nil {
+				t.Fatal(err)
+			}
+			rewrite(t, s, snapshotKey("agt_snap"), damage)
+			wantCorrupt(t, s, "agt_snap", "snapshot")
+		})
+	}
+}
+
+func TestOversizedSnapshotIsError(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{MaxSnapshotSize: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SaveSnapshot("agt_big", 0, make([]byte, 1<<16)); err != nil {
+		t.Fatal(err)
+	}
+	wantCorrupt(t, s, "agt_big", "snapshot")
+}

@@ -1,0 +1,186 @@
+// Package server assembles Plaudit from its parts: the Pebble store, the
+// tenancy, the agent actors, the NATS connection (an embedded nats-server by
+// default) and the HTTP door. cmd/plaudit and the end-to-end tests start
+// the same Server.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+	"github.com/plaudit/plaudit/transport"
+	"github.com/plaudit/plaudit/transport/auth"
+)
+
+// Config is everything `plaudit serve` can be told.
+type Config struct {
+	DataDir      string // Pebble directory
+	HTTPAddr     string // e.g. ":8080"; "127.0.0.1:0" picks a port
+	NATSListen   string // embedded nats-server address, e.g. "127.0.0.1:4222"
+	NATSURL      string // connect to this NATS instead of embedding one
+	MaxBody      int
+	BootstrapKey string // PLAUDIT_BOOTSTRAP_KEY
+
+	SnapshotEvery    int
+	SnapshotInterval time.Duration
+	IdleTimeout      time.Duration
+	MailboxLimit     int
+
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Server is a running Plaudit.
+type Server struct {
+	cfg      Config
+	store    *pebblelog.Store
+	tenancy  *auth.Tenancy
+	registry *actors.Registry
+	nats     *natsserver.Server // nil when connected to an external NATS
+	nc       *nats.Conn
+	http     *transport.HTTP
+	httpLn   net.Listener
+	httpDone chan error
+
+	// AdminKey is the admin key made at first start when none was given;
+	// empty otherwise. It is shown once.
+	AdminKey string
+}
+
+// Start opens the store, recovers the tenancy, starts NATS and the HTTP
+// door, and marks the server ready.
+func Start(cfg Config) (s *Server, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s = &Server{cfg: cfg, httpDone: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{}); err != nil {
+		return nil, err
+	}
+	if s.tenancy, s.AdminKey, err = auth.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
+		return nil, fmt.Errorf("tenancy: %w", err)
+	}
+	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
+		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
+		Now: cfg.Now, Logger: cfg.Logger})
+	if err = s.startNATS(); err != nil {
+		return nil, err
+	}
+	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.registry, s.tenancy)
+	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("http listen: %w", err)
+	}
+	go func() { s.httpDone <- s.http.Serve(s.httpLn) }()
+	// Agents recover lazily, on their first request; the tenancy is loaded,
+	// so the server is ready.
+	s.http.SetReady()
+	return s, nil
+}
+
+func (s *Server) startNATS() error {
+	url := s.cfg.NATSURL
+	if url == "" {
+		host, portStr, err := net.SplitHostPort(s.cfg.NATSListen)
+		if err != nil {
+			return fmt.Errorf("nats-listen %q: %w", s.cfg.NATSListen, err)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil {
+			return fmt.Errorf("nats-listen %q: %w", s.cfg.NATSListen, err)
+		}
+		if port == 0 {
+			port = natsserver.RANDOM_PORT
+		}
+		ns, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true})
+		if err != nil {
+			return fmt.Errorf("embedded nats: %w", err)
+		}
+		ns.Start()
+		if !ns.ReadyForConnections(10 * time.Second) {
+			ns.Shutdown()
+			return errors.New("embedded nats: not ready after 10s")
+		}
+		s.nats = ns
+		url = ns.ClientURL()
+	}
+	nc, err := nats.Connect(url, nats.Name("plaudit"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("nats connect %s: %w", redact(url), err)
+	}
+	s.nc = nc
+	return nil
+}
+
+// redact hides credentials in a NATS URL for error messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = url.User("***")
+	return u.String()
+}
+
+// HTTPAddr is the address the HTTP door listens on.
+func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// NATSURL is the URL of the NATS the server uses.
+func (s *Server) NATSURL() string { return s.nc.ConnectedUrl() }
+
+// AccountID is the installation's account id.
+func (s *Server) AccountID() string { return s.tenancy.AccountID() }
+
+// Close drains: the HTTP door stops accepting and finishes open requests,
+// actors finish their in-flight writes, then NATS and the store close.
+func (s *Server) Close() error {
+	var errs []error
+	if s.http != nil {
+		errs = append(errs, s.http.Shutdown())
+		if err := <-s.httpDone; err != nil {
+			errs = append(errs, err)
+		}
+		s.http = nil
+	}
+	errs = append(errs, s.closeAll())
+	return errors.Join(errs...)
+}
+
+func (s *Server) closeAll() error {
+	if s.registry != nil {
+		s.registry.Close()
+		s.registry = nil
+	}
+	if s.nc != nil {
+		s.nc.Close()
+		s.nc = nil
+	}
+	if s.nats != nil {
+		s.nats.Shutdown()
+		s.nats.WaitForShutdown()
+		s.nats = nil
+	}
+	if s.store != nil {
+		err := s.store.Close()
+		s.store = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+// Package auth holds Plaudit's tenancy: the installation's account, its
+// workspaces and API keys. Keys are random, shown once, stored only as a
+// SHA-256 hash and compared in constant time.
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/engine/id"
+	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Errors of authentication and authorisation.
+var (
+	ErrUnauthenticated = errors.New("missing or unknown API key")
+	ErrForbidden       = errors.New("the key may not act on this workspace")
+)
+
+// DefaultWorkspace is the id and name of the workspace made at first start.
+const DefaultWorkspace = "default"
+
+// ProfileType is the type of every key's profile.
+const ProfileType = "PROFILE_TYPE_API_KEY"
+
+// Principal is who a request acts as.
+type Principal struct {
+	KeyID     string
+	ProfileID string
+	Name      string
+	Home      string // the workspace of paths without one
+	Admin     bool   // may act on every workspace
+	CreatedAt time.Time
+	hash      [sha256.Size]byte
+}
+
+// CanUse reports whether p may act on workspace ws.
+func (p Principal) CanUse(ws string) bool { return p.Admin || p.Home == ws }
+
+// Workspace is a tenant.
+type Workspace struct {
+	ID, Name  string
+	CreatedAt time.Time
+}
+
+// Directory keys of the tenancy records.
+const (
+	accountKey = "tenancy/account"
+	wsPrefix   = "tenancy/ws/"
+	keyPrefix  = "tenancy/key/"
+)
+
+// Tenancy is the set of workspaces and keys, kept in memory and written
+// through to the store before it changes.
+type Tenancy struct {
+	store persist.Store
+	now   func() time.Time
+
+	mu         sync.RWMutex
+	account    string
+	workspaces map[string]Workspace
+	keys       map[[sha256.Size]byte]Principal
+	rnd        *mrand.Rand // for ids; guarded by mu
+}
+
+// Open loads the tenancy. On an empty store it creates the account, the
+// default workspace and an admin key: bootstrapKey if set, else a random
+// one. It returns the admin key when it made one now, "" otherwise.
+func Open(store persist.Store, bootstrapKey string, now func() time.Time) (*Tenancy, string, error) {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:])
+	t := &Tenancy{store: store, now: now, workspaces: map[string]Workspace{},
+		keys: map[[sha256.Size]byte]Principal{}, rnd: mrand.New(mrand.NewChaCha8(seed))}
+	if err := t.load(); err != nil {
+		return nil, "", err
+	}
+	if t.account != "" {
+		if bootstrapKey != "" {
+			// A bootstrap key given to a later start is honoured too, so
+			// scripts that always pass it keep working; it stays an admin key.
+			if _, err := t.Authenticate("Bearer " + bootstrapKey); err != nil {
+				if err := t.addKey(bootstrapKey, "bootstrap", DefaultWorkspace, true); err != nil {
+					return nil, "", err
+				}
+			}
+		}
+		return t, "", nil
+	}
+	at := now().UTC()
+	t.account = id.New(id.Account, at, t.rnd)
+	ws := Workspace{ID: DefaultWorkspace, Name: DefaultWorkspace, CreatedAt: at}
+	if err := store.Put(persist.KV{Key: []byte(accountKey), Value: []byte(t.account)},
+		persist.KV{Key: []byte(wsPrefix + ws.ID), Value: encodeWorkspace(ws)}); err != nil {
+		return nil, "", fmt.Errorf("create account: %w", err)
+	}
+	t.workspaces[ws.ID] = ws
+	key := bootstrapKey
+	if key == "" {
+		key = newSecret()
+	}
+	if err := t.addKey(key, "admin", DefaultWorkspace, true); err != nil {
+		return nil, "", err
+	}
+	if bootstrapKey != "" {
+		return t, "", nil
+	}
+	return t, key, nil
+}
+
+// AccountID is the installation's account.
+func (t *Tenancy) AccountID() string { return t.account }
+
+// Authenticate resolves an Authorization header value ("Bearer <key>").
+func (t *Tenancy) Authenticate(header string) (Principal, error) {
+	key, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok || key == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	h := sha256.Sum256([]byte(key))
+	t.mu.RLock()
+	p, found := t.keys[h]
+	t.mu.RUnlock()
+	// The map is keyed by SHA-256 of the secret, so its lookup time tells an
+	// attacker nothing they can steer; the stored hash is then checked in
+	// constant time.
+	if !found || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
+		return Principal{}, ErrUnauthenticated
+	}
+	return p, nil
+}
+
+// Workspace returns a workspace by id.
+func (t *Tenancy) Workspace(wsID string) (Workspace, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	ws, ok := t.workspaces[wsID]
+	return ws, ok
+}
+
+// Workspaces lists the workspaces p may act on, by id.
+func (t *Tenancy) Workspaces(p Principal) []Workspace {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []Workspace
+	for _, ws := range t.workspaces {
+		if p.CanUse(ws.ID) {
+			out = append(out, ws)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// CreateWorkspace adds a workspace; only an admin may.
+func (t *Tenancy) CreateWorkspace(p Principal, name string) (Workspace, error) {
+	if !p.Admin {
+		return Workspace{}, ErrForbidden
+	}
+	if name == "" || len(name) > 200 {
+		return Workspace{}, field.Errorf("name", "must be 1-200 characters")
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at := t.now().UTC()
+	ws := Workspace{ID: id.New(id.Workspace, at, t.rnd), Name: name, CreatedAt: at}
+	if err := t.store.Put(persist.KV{Key: []byte(wsPrefix + ws.ID), Value: encodeWorkspace(ws)}); err != nil {
+		return Workspace{}, fmt.Errorf("create workspace: %w", err)
+	}
+	t.workspaces[ws.ID] = ws
+	return ws, nil
+}
+
+// CreateKey makes a key whose home is workspace wsID; p must be able to
+// act on it. It returns the key's principal and the secret, shown once.
+func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, error) {
+	if _, ok := t.Workspace(wsID); !ok {
+		return Principal{}, "", fmt.Errorf("workspace %s: %w", wsID, engine.ErrNotFound)
+	}
+	if !p.CanUse(wsID) {
+		return Principal{}, "", ErrForbidden
+	}
+	if name == "" || len(name) > 200 {
+		return Principal{}, "", field.Errorf("name", "must be 1-200 characters")
+	}
+	secret := newSecret()
+	if err := t.addKey(secret, name, wsID, false); err != nil {
+		return Principal{}, "", err
+	}
+	np, _ := t.Authenticate("Bearer " + secret)
+	return np, secret, nil
+}
+
+func (t *Tenancy) addKey(secret, name, wsID string, admin bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at := t.now().UTC()
+	p := Principal{KeyID: id.New(id.APIKey, at, t.rnd), ProfileID: id.New(id.Profile, at, t.rnd),
+		Name: name, Home: wsID, Admin: admin, CreatedAt: at}
+	h := sha256.Sum256([]byte(secret))
+	p.hash = h
+	if err := t.store.Put(persist.KV{Key: []byte(fmt.Sprintf("%s%x", keyPrefix, h)), Value: encodeKey(p)}); err != nil {
+		return fmt.Errorf("create key: %w", err)
+	}
+	t.keys[h] = p
+	return nil
+}
+
+func (t *Tenancy) load() error {
+	acc, err := t.store.Get([]byte(accountKey))
+	switch {
+	case errors.Is(err, persist.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("load account: %w", err)
+	}
+	t.account = string(acc)
+	err = t.store.Scan([]byte(wsPrefix), func(_, v []byte) error {
+		ws, err := decodeWorkspace(v)
+		t.workspaces[ws.ID] = ws
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load workspaces: %w", err)
+	}
+	return t.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
+		var h [sha256.Size]byte
+		if _, err := fmt.Sscanf(string(k[len(keyPrefix):]), "%x", &h); err != nil {
+			return fmt.Errorf("load key %q: %w", k, err)
+		}
+		p, err := decodeKey(v)
+		if err != nil {
+			return fmt.Errorf("load key %q: %w", k, err)
+		}
+		p.hash = h
+		t.keys[h] = p
+		return nil
+	})
+}
+
+func newSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return "pl_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func encodeWorkspace(ws Workspace) []byte {
+	b := []byte{'{'}
+	b = jsonw.Key(b, "id")
+	b = jsonw.String(b, ws.ID)
+	b = jsonw.Key(b, "name")
+	b = jsonw.String(b, ws.Name)
+	b = jsonw.Key(b, "created_at")
+	b = jsonw.Time(b, ws.CreatedAt)
+	return append(b, '}')
+}
+
+func decodeWorkspace(v []byte) (Workspace, error) {
+	o, err := fastjson.ParseBytes(v)
+	if err != nil {
+		return Workspace{}, fmt.Errorf("workspace record: %w", err)
+	}
+	at, _ := time.Parse(time.RFC3339Nano, string(o.GetStringBytes("created_at")))
+	return Workspace{ID: string(o.GetStringBytes("id")), Name: string(o.GetStringBytes("name")), CreatedAt: at}, nil
+}
+
+func encodeKey(p Principal) []byte {
+	b := []byte{'{'}
+	b = jsonw.Key(b, "id")
+	b = jsonw.String(b, p.KeyID)
+	b = jsonw.Key(b, "profile_id")
+	b = jsonw.String(b, p.ProfileID)
+	b = jsonw.Key(b, "name")
+	b = jsonw.String(b, p.Name)
+	b = jsonw.Key(b, "workspace")
+	b = jsonw.String(b, p.Home)
+	b = jsonw.Key(b, "admin")
+	b = jsonw.Bool(b, p.Admin)
+	b = jsonw.Key(b, "created_at")
+	b = jsonw.Time(b, p.CreatedAt)
+	return append(b, '}')
+}
+
+func decodeKey(v []byte) (Principal, error) {
+	o, err := fastjson.ParseBytes(v)
+	if err != nil {
+		return Principal{}, err
+	}
+	at, _ := time.Parse(time.RFC3339Nano, string(o.GetStringBytes("created_at")))
+	return Principal{KeyID: string(o.GetStringBytes("id")), ProfileID: string(o.GetStringBytes("profile_id")),
+		Name: string(o.GetStringBytes("name")), Home: string(o.GetStringBytes("workspace")),
+		Admin: o.GetBool("admin"), CreatedAt: at}, nil
+}

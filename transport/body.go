@@ -1,0 +1,176 @@
+package transport
+
+import (
+	"math"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/engine/field"
+)
+
+// body reads fields of a parsed JSON object, naming the path of the first
+// field that is wrong. A JSON null counts as absent. The strings it returns
+// are copies, safe to keep after the request.
+type body struct {
+	v    *fastjson.Value
+	path string
+	err  error
+}
+
+var parsers fastjson.ParserPool
+
+// parseBody parses raw as a JSON object and calls fn with it.
+func parseBody(raw []byte, fn func(b *body) error) error {
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil {
+		return field.Errorf("", "body is not valid JSON: %v", err)
+	}
+	if v.Type() != fastjson.TypeObject {
+		return field.Errorf("", "body must be a JSON object")
+	}
+	b := &body{v: v}
+	if err := fn(b); err != nil {
+		return err
+	}
+	return b.err
+}
+
+func (b *body) fail(key, format string, args ...any) {
+	if b.err == nil {
+		b.err = field.Errorf(field.Join(b.path, key), format, args...)
+	}
+}
+
+func (b *body) get(key string) *fastjson.Value {
+	if b.err != nil {
+		return nil
+	}
+	v := b.v.Get(key)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	return v
+}
+
+// has reports whether key is present and not null.
+func (b *body) has(key string) bool { return b.get(key) != nil }
+
+// raw returns the JSON text of key, or nil.
+func (b *body) raw(key string) []byte {
+	v := b.get(key)
+	if v == nil {
+		return nil
+	}
+	return v.MarshalTo(nil)
+}
+
+// object returns a reader for the nested object at key, or nil when absent.
+func (b *body) object(key string) *body {
+	v := b.get(key)
+	if v == nil {
+		return nil
+	}
+	if v.Type() != fastjson.TypeObject {
+		b.fail(key, "must be an object")
+		return nil
+	}
+	return &body{v: v, path: field.Join(b.path, key)}
+}
+
+func (b *body) str(key string, required bool) string {
+	v := b.get(key)
+	if v == nil {
+		if required {
+			b.fail(key, "is required")
+		}
+		return ""
+	}
+	s, err := v.StringBytes()
+	if err != nil {
+		b.fail(key, "must be a string")
+		return ""
+	}
+	return string(s)
+}
+
+// num returns the number at key and whether it was present.
+func (b *body) num(key string, required bool) (float64, bool) {
+	v := b.get(key)
+	if v == nil {
+		if required {
+			b.fail(key, "is required")
+		}
+		return 0, false
+	}
+	if v.Type() != fastjson.TypeNumber {
+		b.fail(key, "must be a number")
+		return 0, false
+	}
+	f := v.GetFloat64()
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		b.fail(key, "must be a finite number")
+		return 0, false
+	}
+	return f, true
+}
+
+func (b *body) boolean(key string, required bool) (bool, bool) {
+	v := b.get(key)
+	if v == nil {
+		if required {
+			b.fail(key, "is required")
+		}
+		return false, false
+	}
+	switch v.Type() {
+	case fastjson.TypeTrue:
+		return true, true
+	case fastjson.TypeFalse:
+		return false, true
+	}
+	b.fail(key, "must be a boolean")
+	return false, false
+}
+
+// time reads an RFC 3339 timestamp; absent is the zero time.
+func (b *body) time(key string) time.Time {
+	s := b.str(key, false)
+	if s == "" || b.err != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		b.fail(key, "must be an RFC 3339 timestamp")
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// labels reads an object of string values.
+func (b *body) labels(key string) map[string]string {
+	v := b.get(key)
+	if v == nil {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		b.fail(key, "must be an object of strings")
+		return nil
+	}
+	m := make(map[string]string, o.Len())
+	o.Visit(func(k []byte, lv *fastjson.Value) {
+		s, err := lv.StringBytes()
+		if err != nil {
+			b.fail(key+"."+string(k), "must be a string")
+			return
+		}
+		m[string(k)] = string(s)
+	})
+	return m
+}
