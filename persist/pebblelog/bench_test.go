@@ -23,12 +23,12 @@ func BenchmarkAppend(b *testing.B) {
 		b.Run(fmt.Sprint("p=", p), func(b *testing.B) {
 			s := openDisk(b, b.TempDir())
 			defer s.Close()
-			payload := make([]byte, benchPayload)
+			events := [][]byte{make([]byte, benchPayload)}
 			runWorkers(b, p, func(w int) func() error {
 				agent, seq := fmt.Sprintf("agt_%03d", w), uint64(0)
 				return func() error {
 					seq++
-					return s.Append(persist.Batch{Agent: agent, First: seq, Events: [][]byte{payload}})
+					return s.Append(persist.Batch{Agent: agent, First: seq, Events: events})
 				}
 			})
 		})

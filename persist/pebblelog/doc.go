@@ -15,13 +15,14 @@
 //
 // # Values
 //
-// An event record is CRC32C(agent, seq, payload) as 4 bytes big-endian
-// followed by the payload. The checksum covers the key fields too, so a record
-// copied under the wrong key is caught as well as a flipped bit.
+// An event record is CRC32C(key, payload) as 4 bytes big-endian followed by
+// the payload. The key spells out agent and seq, so the checksum covers them:
+// a record copied under the wrong key is caught as well as a flipped bit.
 //
 // A snapshot is a format byte (1), the covered seq (8 bytes big-endian),
-// CRC32C(agent, seq, compressed) (4 bytes big-endian), then the zstd frame of
-// the state (the frame carries its own content checksum as well).
+// CRC32C(key, seq, compressed) (4 bytes big-endian), then the zstd frame of
+// the state (the frame carries its own content checksum as well). Decoding is
+// capped at Options.MaxSnapshotSize.
 //
 // # Durability
 //

@@ -46,10 +46,11 @@ func corrupt(agent string, seq uint64, why string) error {
 // read returns the agent's recovered state and, if the final record was
 // torn, its key (which the caller deletes).
 func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, torn []byte, err error) {
-	v, closer, err := view.Get(snapshotKey(agent))
+	sk := snapshotKey(agent)
+	v, closer, err := view.Get(sk)
 	switch {
 	case err == nil:
-		state, seq, derr := s.codec.decode(agent, v)
+		state, seq, derr := s.codec.decode(sk, v)
 		closer.Close()
 		if derr != nil {
 			return r, nil, fmt.Errorf("agent %s: snapshot: %v: %w", agent, derr, persist.ErrCorrupt)
@@ -83,7 +84,7 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 		if err != nil {
 			return r, nil, fmt.Errorf("agent %s: event %d: %w", agent, seq, err)
 		}
-		payload, ok := checkRecord(v, agent, seq)
+		payload, ok := checkRecord(it.Key(), v)
 		if ok {
 			r.Tail = append(r.Tail, bytes.Clone(payload))
 			r.LastSeq = seq

@@ -40,20 +40,19 @@ func (c *codec) close() {
 	c.dec.Close()
 }
 
-func snapshotCRC(agent string, seq uint64, compressed []byte) uint32 {
-	var s [seqLen]byte
-	binary.BigEndian.PutUint64(s[:], seq)
-	h := crc32.Update(0, castagnoli, []byte(agent))
-	h = crc32.Update(h, castagnoli, s[:])
-	return crc32.Update(h, castagnoli, compressed)
+// snapshotCRC covers the snapshot key (so the agent), the covered seq and the
+// compressed state: v[1:] with the checksum field skipped.
+func snapshotCRC(key, v []byte) uint32 {
+	h := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v[1:1+seqLen])
+	return crc32.Update(h, castagnoli, v[snapshotHeader:])
 }
 
-func (c *codec) encode(agent string, seq uint64, state []byte) []byte {
+func (c *codec) encode(key []byte, seq uint64, state []byte) []byte {
 	v := make([]byte, snapshotHeader, snapshotHeader+len(state)/2+64)
 	v[0] = snapshotFormat
 	binary.BigEndian.PutUint64(v[1:], seq)
 	v = c.enc.EncodeAll(state, v)
-	binary.BigEndian.PutUint32(v[1+seqLen:], snapshotCRC(agent, seq, v[snapshotHeader:]))
+	binary.BigEndian.PutUint32(v[1+seqLen:], snapshotCRC(key, v))
 	return v
 }
 
@@ -69,16 +68,15 @@ func snapshotSeq(v []byte) (uint64, bool) {
 
 // decode verifies and decompresses a stored snapshot. The returned state is
 // never nil.
-func (c *codec) decode(agent string, v []byte) (state []byte, seq uint64, err error) {
+func (c *codec) decode(key, v []byte) (state []byte, seq uint64, err error) {
 	seq, ok := snapshotSeq(v)
 	if !ok {
 		return nil, 0, errSnapshotFormat
 	}
-	compressed := v[snapshotHeader:]
-	if binary.BigEndian.Uint32(v[1+seqLen:]) != snapshotCRC(agent, seq, compressed) {
+	if binary.BigEndian.Uint32(v[1+seqLen:]) != snapshotCRC(key, v) {
 		return nil, 0, errors.New("checksum mismatch")
 	}
-	state, err = c.dec.DecodeAll(compressed, nil)
+	state, err = c.dec.DecodeAll(v[snapshotHeader:], nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("zstd: %v", err)
 	}

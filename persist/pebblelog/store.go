@@ -1,7 +1,6 @@
 package pebblelog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -82,7 +81,7 @@ func (s *Store) Append(b persist.Batch) error {
 		seq := b.First + uint64(i)
 		op := batch.SetDeferred(kl, crcLen+len(ev))
 		appendEventKey(op.Key[:0], b.Agent, seq)
-		putRecord(op.Value, b.Agent, seq, ev)
+		putRecord(op.Value, op.Key, ev)
 		if err := op.Finish(); err != nil {
 			return err
 		}
@@ -106,12 +105,12 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	if s.closed {
 		return persist.ErrClosed
 	}
-	v := s.codec.encode(agent, seq, state) // CPU-heavy: before the stripe lock
+	sk := snapshotKey(agent)
+	v := s.codec.encode(sk, seq, state) // CPU-heavy: before the stripe lock
 
 	mu := &s.snapMu[maphash.String(s.snapSeed, agent)%uint64(len(s.snapMu))]
 	mu.Lock()
 	defer mu.Unlock()
-	sk := snapshotKey(agent)
 	if old, closer, err := s.db.Get(sk); err == nil {
 		oldSeq, ok := snapshotSeq(old)
 		closer.Close()
@@ -135,96 +134,6 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	}
 	if err := batch.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
-	}
-	return nil
-}
-
-// Get implements persist.Store.
-func (s *Store) Get(key []byte) ([]byte, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, persist.ErrClosed
-	}
-	v, closer, err := s.db.Get(dirKey(key))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, persist.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %q: %w", key, err)
-	}
-	out := bytes.Clone(v)
-	closer.Close()
-	return out, nil
-}
-
-// Put implements persist.Store.
-func (s *Store) Put(kvs ...persist.KV) error {
-	size := 12
-	for _, kv := range kvs {
-		if len(kv.Key) == 0 {
-			return fmt.Errorf("put: empty key: %w", persist.ErrInvalid)
-		}
-		size += 24 + 2 + len(kv.Key) + len(kv.Value)
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return persist.ErrClosed
-	}
-	if len(kvs) == 0 {
-		return nil
-	}
-	batch := s.db.NewBatchWithSize(size)
-	defer batch.Close()
-	if err := addKVs(batch, kvs); err != nil {
-		return err
-	}
-	if err := batch.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("put: %w", err)
-	}
-	return nil
-}
-
-func addKVs(batch *pebble.Batch, kvs []persist.KV) error {
-	for _, kv := range kvs {
-		var err error
-		if kv.Value == nil {
-			err = batch.Delete(dirKey(kv.Key), nil)
-		} else {
-			err = batch.Set(dirKey(kv.Key), kv.Value, nil)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Scan implements persist.Store.
-func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return persist.ErrClosed
-	}
-	lower := dirKey(prefix)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	if err != nil {
-		return fmt.Errorf("scan: %w", err)
-	}
-	for valid := it.First(); valid; valid = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			break // reported by it.Error below
-		}
-		if err := fn(it.Key()[2:], v); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	if err := it.Close(); err != nil { // Close returns the iterator's error
-		return fmt.Errorf("scan: %w", err)
 	}
 	return nil
 }

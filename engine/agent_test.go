@@ -1,0 +1,329 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// harness drives an agent and keeps every event it emitted, so tests can
+// replay them and compare.
+type harness struct {
+	t      *testing.T
+	a      *Agent
+	now    time.Time
+	rnd    *rand.Rand
+	events []Event
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, a: NewAgent(), now: t0, rnd: rand.New(rand.NewPCG(1, 2))}
+	h.must(CreateAgent{ID: "agt_1", Workspace: "default", Name: "support"})
+	return h
+}
+
+func (h *harness) exec(cmd Command) (any, error) {
+	res, evs, err := h.a.Execute(cmd, h.now, h.rnd)
+	if err != nil && len(evs) != 0 {
+		h.t.Fatalf("%T failed with events %v", cmd, evs)
+	}
+	h.events = append(h.events, evs...)
+	return res, err
+}
+
+func (h *harness) must(cmd Command) any {
+	h.t.Helper()
+	res, err := h.exec(cmd)
+	if err != nil {
+		h.t.Fatalf("%T: %v", cmd, err)
+	}
+	return res
+}
+
+func (h *harness) run(c CreateRun) Run { h.t.Helper(); return h.must(c).(Run) }
+
+func (h *harness) signal(c RecordSignal) SignalResult {
+	h.t.Helper()
+	return h.must(c).(SignalResult)
+}
+
+func TestCommandErrors(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{ExternalID: "ticket-1"})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	cases := []struct {
+		name string
+		cmd  Command
+		want error
+		path string // for field errors
+	}{
+		{"agent twice", CreateAgent{ID: "agt_1", Name: "x"}, ErrConflict, ""},
+		{"unknown variation", CreateRun{VariationID: "var_x"}, ErrNotFound, ""},
+		{"external id reused", CreateRun{ExternalID: "ticket-1"}, ErrConflict, ""},
+		{"finish unknown run", FinishRun{RunID: "run_x"}, ErrNotFound, ""},
+		{"finish twice", FinishRun{RunID: r.ID}, ErrConflict, ""},
+		{"claim without object", ClaimObject{RunID: r.ID}, ErrInvalid, "object"},
+		{"trace without id", RegisterTrace{RunID: r.ID}, ErrInvalid, "trace_id"},
+		{"bad kind", RecordSignal{Kind: "no spaces", Value: 1, RunID: r.ID}, ErrInvalid, "kind"},
+		{"empty kind", RecordSignal{Value: 1, RunID: r.ID}, ErrInvalid, "kind"},
+		{"NaN value", RecordSignal{Kind: "k", Value: math.NaN(), RunID: r.ID}, ErrInvalid, "value"},
+		{"infinite value", RecordSignal{Kind: "k", Value: math.Inf(1), RunID: r.ID}, ErrInvalid, "value"},
+		{"no subject", RecordSignal{Kind: "k", Value: 1}, ErrInvalid, ""},
+		{"two subjects", RecordSignal{Kind: "k", Value: 1, RunID: r.ID, Object: "o/1"}, ErrInvalid, ""},
+		{"unknown run", RecordSignal{Kind: "k", Value: 1, RunID: "run_x"}, ErrNotFound, ""},
+		{"session without finished run", RecordSignal{Kind: "k", Value: 1, SessionID: "s-none"}, ErrNotFound, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := h.a.Snapshot()
+			_, err := h.exec(c.cmd)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			var fe *field.Error
+			if c.want == ErrInvalid && (!errors.As(err, &fe) || fe.Path != c.path) {
+				t.Fatalf("err = %v, want a field error at %q", err, c.path)
+			}
+			if after := h.a.Snapshot(); !reflect.DeepEqual(before, after) {
+				t.Fatal("a failed command changed the agent")
+			}
+		})
+	}
+}
+
+func TestCreateAgentValidates(t *testing.T) {
+	cases := []struct {
+		cmd  CreateAgent
+		path string
+	}{
+		{CreateAgent{ID: "agt_1"}, "name"},
+		{CreateAgent{ID: "agt_1", Name: "x", SelectionMode: "BEST"}, "selection_mode"},
+		{CreateAgent{ID: "agt_1", Name: "x", Labels: map[string]string{"": "v"}}, "labels"},
+	}
+	for _, c := range cases {
+		_, evs, err := NewAgent().Execute(c.cmd, t0, rand.New(rand.NewPCG(1, 1)))
+		var fe *field.Error
+		if !errors.As(err, &fe) || fe.Path != c.path || evs != nil {
+			t.Errorf("%+v: err = %v, want a field error at %q", c.cmd, err, c.path)
+		}
+	}
+	info, _, err := NewAgent().Execute(CreateAgent{ID: "agt_1", Name: "x"}, t0, rand.New(rand.NewPCG(1, 1)))
+	if err != nil || info.(AgentInfo).SelectionMode != SelectionWeighted {
+		t.Fatalf("default selection mode: %+v, %v", info, err)
+	}
+}
+
+func TestCommandsBeforeCreationAreNotFound(t *testing.T) {
+	_, _, err := NewAgent().Execute(CreateRun{}, t0, rand.New(rand.NewPCG(1, 1)))
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFinishAppendsSucceededSignal(t *testing.T) {
+	for _, succeeded := range []bool{true, false} {
+		h := newHarness(t)
+		r := h.run(CreateRun{})
+		at := t0.Add(-time.Hour)
+		got := h.must(FinishRun{RunID: r.ID, Succeeded: succeeded, FinishedAt: at}).(Run)
+		if !got.Finished || got.Succeeded != succeeded || !got.FinishedAt.Equal(at) {
+			t.Fatalf("finished run = %+v", got)
+		}
+		sigs, _ := h.a.RunSignals(r.ID)
+		want := 0.0
+		if succeeded {
+			want = 1
+		}
+		if len(sigs) != 1 || sigs[0].Kind != SucceededSignal || sigs[0].Value != want || !sigs[0].OccurredAt.Equal(at) {
+			t.Fatalf("signals after finish = %+v", sigs)
+		}
+	}
+}
+
+func TestClaimAndTraceAreIdempotent(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	if !h.must(ClaimObject{RunID: r.ID, Object: "zendesk.ticket/42"}).(ClaimResult).Created {
+		t.Fatal("first claim not created")
+	}
+	if h.must(ClaimObject{RunID: r.ID, Object: "zendesk.ticket/42"}).(ClaimResult).Created {
+		t.Fatal("second claim of the same object created again")
+	}
+	tr := h.must(RegisterTrace{RunID: r.ID, TraceID: "tr-1"}).(TraceResult)
+	if !tr.Created || tr.Trace.TurnID != "tr-1" {
+		t.Fatalf("trace = %+v, want turn defaulting to the trace id", tr)
+	}
+	if h.must(RegisterTrace{RunID: r.ID, TraceID: "tr-1"}).(TraceResult).Created {
+		t.Fatal("same trace registered twice")
+	}
+	if _, err := h.exec(RegisterTrace{RunID: r.ID, TraceID: "tr-1", TurnID: "other"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("conflicting turn: err = %v", err)
+	}
+	got, _ := h.a.Run(r.ID)
+	if len(got.Claims) != 1 || len(got.Traces) != 1 {
+		t.Fatalf("run has %d claims, %d traces", len(got.Claims), len(got.Traces))
+	}
+}
+
+func TestDedupKeyRecordsOnce(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	first := h.signal(RecordSignal{Kind: "human.rating", Value: 0.8, RunID: r.ID, DedupKey: "msg-19"})
+	n := len(h.events)
+	again := h.signal(RecordSignal{Kind: "human.rating", Value: 0.1, RunID: r.ID, DedupKey: "msg-19"})
+	if !again.Duplicate || again.Signal.ID != first.Signal.ID || again.Signal.Value != 0.8 {
+		t.Fatalf("repeat = %+v, want the first signal marked duplicate", again)
+	}
+	if len(h.events) != n {
+		t.Fatal("a duplicate appended an event")
+	}
+	sigs, _ := h.a.RunSignals(r.ID)
+	if len(sigs) != 1 {
+		t.Fatalf("run has %d signals, want 1", len(sigs))
+	}
+}
+
+func TestSessionSignalGoesToLatestFinishedRunAtReceipt(t *testing.T) {
+	h := newHarness(t)
+	older := h.run(CreateRun{SessionID: "s"})
+	newer := h.run(CreateRun{SessionID: "s"})
+	h.must(FinishRun{RunID: newer.ID, Succeeded: true, FinishedAt: t0.Add(-time.Minute)})
+	h.must(FinishRun{RunID: older.ID, Succeeded: true, FinishedAt: t0.Add(-2 * time.Minute)})
+	s := h.signal(RecordSignal{Kind: "human.rating", Value: 1, SessionID: "s"})
+	if s.Signal.RunID != newer.ID {
+		t.Fatalf("session signal went to %s, want the most recently finished %s", s.Signal.RunID, newer.ID)
+	}
+	// A run of the session finishing later does not take the earlier signal.
+	third := h.run(CreateRun{SessionID: "s"})
+	h.must(FinishRun{RunID: third.ID, Succeeded: true})
+	sigs, _ := h.a.RunSignals(third.ID)
+	if len(sigs) != 1 || sigs[0].Kind != SucceededSignal {
+		t.Fatalf("third run signals = %+v, want only its run.succeeded", sigs)
+	}
+	later := h.signal(RecordSignal{Kind: "human.rating", Value: 1, SessionID: "s"})
+	if later.Signal.RunID != third.ID {
+		t.Fatalf("later session signal went to %s, want %s", later.Signal.RunID, third.ID)
+	}
+}
+
+func TestObjectSignalReachesRunsThatClaimLater(t *testing.T) {
+	h := newHarness(t)
+	early := h.run(CreateRun{})
+	h.must(ClaimObject{RunID: early.ID, Object: "zendesk.ticket/42"})
+	s := h.signal(RecordSignal{Kind: "human.approval", Value: 1, Object: "zendesk.ticket/42"})
+	if !reflect.DeepEqual(s.RunIDs, []string{early.ID}) {
+		t.Fatalf("run_ids at receipt = %v", s.RunIDs)
+	}
+	late := h.run(CreateRun{})
+	h.must(ClaimObject{RunID: late.ID, Object: "zendesk.ticket/42"})
+	h.must(FinishRun{RunID: late.ID, Succeeded: true})
+	rw, err := h.a.Reward(late.ID, -1, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Default objective: human.approval 1 scaled [0,1] is the only term with
+	// a value, so u = 1 and the value is 1.
+	if rw.Status != objective.StatusScored || rw.Value == nil || *rw.Value != 1 {
+		t.Fatalf("late claimer's reward = %+v", rw)
+	}
+}
+
+func TestObjectiveVersions(t *testing.T) {
+	h := newHarness(t)
+	if ov, _ := h.a.Objective(-1); ov.Version != 0 || !reflect.DeepEqual(ov.Definition, objective.Default()) {
+		t.Fatalf("before any PUT the current objective is %+v, want version 0 = default", ov)
+	}
+	def := objective.Default()
+	def.HorizonS = 60
+	for want := 1; want <= 2; want++ {
+		ov := h.must(PutObjective{Definition: def, Note: "n"}).(ObjectiveVersion)
+		if ov.Version != want {
+			t.Fatalf("version = %d, want %d", ov.Version, want)
+		}
+	}
+	if _, err := h.a.Objective(3); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("version 3: err = %v", err)
+	}
+	if ov, _ := h.a.Objective(1); ov.Definition.HorizonS != 60 {
+		t.Fatalf("version 1 = %+v", ov)
+	}
+}
+
+func TestNewObjectiveRescoresHistory(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{Version: "3"})
+	h.signal(RecordSignal{Kind: "human.rating", Value: 4, RunID: r.ID})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	v0, _ := h.a.Reward(r.ID, -1, t0)
+	def, err := objective.Parse([]byte(`{"terms":[{"signal":"human.rating","weight":1,"scale":[1,5]}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	v1, _ := h.a.Reward(r.ID, -1, t0)
+	// v0 clamps the raw 4 to 1; v1 scales (4-1)/(5-1) = 0.75.
+	if *v0.Value != 1 || *v1.Value != 0.75 || v1.ObjectiveVersion != 1 {
+		t.Fatalf("v0 = %v, v1 = %v (version %d)", *v0.Value, *v1.Value, v1.ObjectiveVersion)
+	}
+	sum, _ := h.a.VersionRewards("3", -1, 20, t0.Add(8*24*time.Hour))
+	if sum.Runs != 1 || sum.Matured != 1 || sum.Mean == nil || *sum.Mean != 0.75 {
+		t.Fatalf("summary = %+v", sum)
+	}
+}
+
+// buildHistory runs one of each command so replay and codec tests cover
+// every event type.
+func buildHistory(t *testing.T) *harness {
+	h := newHarness(t)
+	r1 := h.run(CreateRun{Version: "3", SessionID: "s", ExternalID: "ticket-9", Labels: map[string]string{"team": "a"}})
+	r2 := h.run(CreateRun{Version: "3"})
+	h.must(ClaimObject{RunID: r1.ID, Object: "zendesk.ticket/42"})
+	h.must(ClaimObject{RunID: r2.ID, Object: "zendesk.ticket/42"})
+	h.must(RegisterTrace{RunID: r1.ID, TraceID: "tr", TurnID: "t1"})
+	h.signal(RecordSignal{Kind: "human.rating", Value: 0.8, RunID: r1.ID, DedupKey: "msg-19"})
+	h.now = h.now.Add(time.Second)
+	h.must(FinishRun{RunID: r1.ID, Succeeded: true})
+	h.signal(RecordSignal{Kind: "human.approval", Value: 1, SessionID: "s", OccurredAt: t0.Add(-time.Hour)})
+	h.signal(RecordSignal{Kind: "external.ticket_closed", Value: 1, Object: "zendesk.ticket/42"})
+	def, err := objective.Parse([]byte(`{"horizon_s":172800,"terms":[{"signal":"human.rating","weight":0.5,"scale":[1,5]},{"signal":"external.ticket_closed","weight":0.5,"within_s":86400,"missing":0}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def, Note: "seed"})
+	return h
+}
+
+func TestReplayEqualsLiveState(t *testing.T) {
+	h := buildHistory(t)
+	replayed := NewAgent()
+	for i, ev := range h.events {
+		if err := replayed.Replay(uint64(i+1), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reflect.DeepEqual(replayed.Snapshot(), h.a.Snapshot()) {
+		t.Fatal("replayed state differs from live state")
+	}
+	if err := replayed.Replay(uint64(len(h.events)+5), h.events[0]); err == nil {
+		t.Fatal("replay accepted a sequence gap")
+	}
+}
+
+func TestRestoreEqualsLiveState(t *testing.T) {
+	h := buildHistory(t)
+	restored := Restore(h.a.Snapshot())
+	if !reflect.DeepEqual(restored.Snapshot(), h.a.Snapshot()) {
+		t.Fatal("restored snapshot differs")
+	}
+	if !reflect.DeepEqual(restored, h.a) {
+		t.Fatal("restored agent (indexes included) differs from the live agent")
+	}
+}

@@ -1,0 +1,101 @@
+package pebblelog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Get implements persist.Store.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, persist.ErrClosed
+	}
+	v, closer, err := s.db.Get(dirKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, persist.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %q: %w", key, err)
+	}
+	out := bytes.Clone(v)
+	closer.Close()
+	return out, nil
+}
+
+// Put implements persist.Store.
+func (s *Store) Put(kvs ...persist.KV) error {
+	size := 12
+	for _, kv := range kvs {
+		if len(kv.Key) == 0 {
+			return fmt.Errorf("put: empty key: %w", persist.ErrInvalid)
+		}
+		size += 24 + 2 + len(kv.Key) + len(kv.Value)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	batch := s.db.NewBatchWithSize(size)
+	defer batch.Close()
+	if err := addKVs(batch, kvs); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	return nil
+}
+
+func addKVs(batch *pebble.Batch, kvs []persist.KV) error {
+	for _, kv := range kvs {
+		var err error
+		if kv.Value == nil {
+			err = batch.Delete(dirKey(kv.Key), nil)
+		} else {
+			err = batch.Set(dirKey(kv.Key), kv.Value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Scan implements persist.Store.
+func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	lower := dirKey(prefix)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return fmt.Errorf("scan: %w", err)
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			break // reported by it.Error below
+		}
+		if err := fn(it.Key()[2:], v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil { // Close returns the iterator's error
+		return fmt.Errorf("scan: %w", err)
+	}
+	return nil
+}
