@@ -307,9 +307,12 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 }
 
 // onIdle passivates the actor: it takes a last snapshot so the next
-// recovery is short, then leaves the registry and stops.
+// recovery is short, then leaves the registry and stops. When I/O or a
+// request is still under way it stays, and re-arms the timeout (protoactor
+// cancels it once it fires).
 func (x *agentActor) onIdle(ctx actor.Context) {
 	if x.appending || x.snapping || len(x.waiters) > 0 {
+		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 		return
 	}
 	if x.agent != nil && x.agent.LastSeq() > x.snapSeq && x.agent.LastSeq() == x.durable {
@@ -320,7 +323,9 @@ func (x *agentActor) onIdle(ctx actor.Context) {
 	}
 	if x.reg.passivate(x.agentID, x.entry) {
 		ctx.Stop(ctx.Self())
+		return
 	}
+	ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 }
 
 // drain runs when the actor stops (Close, passivation, or a failed append):
