@@ -217,17 +217,7 @@ func statusFor(created bool) int {
 }
 
 func (a agentCall) postSignal() (result, error) {
-	var cmd engine.RecordSignal
-	err := parseBody(a.body, func(b *body) error {
-		cmd.Kind = b.str("kind", true)
-		cmd.Value, _ = b.num("value", true)
-		cmd.RunID = b.str("run_id", false)
-		cmd.SessionID = b.str("session_id", false)
-		cmd.Object = b.str("object", false)
-		cmd.DedupKey = b.str("dedup_key", false)
-		cmd.OccurredAt = b.time("occurred_at")
-		return nil
-	})
+	cmd, err := decodeSignal(a.body)
 	if err != nil {
 		return result{}, err
 	}
@@ -237,6 +227,23 @@ func (a agentCall) postSignal() (result, error) {
 	}
 	sr := res.(engine.SignalResult)
 	return result{statusFor(!sr.Duplicate), appendSignal(nil, sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
+}
+
+// decodeSignal reads a signal body: {kind, value, run_id | session_id |
+// object, dedup_key?, occurred_at?}. The engine checks the rest.
+func decodeSignal(raw []byte) (engine.RecordSignal, error) {
+	var cmd engine.RecordSignal
+	err := parseBody(raw, func(b *body) error {
+		cmd.Kind = b.str("kind", true)
+		cmd.Value, _ = b.num("value", true)
+		cmd.RunID = b.str("run_id", false)
+		cmd.SessionID = b.str("session_id", false)
+		cmd.Object = b.str("object", false)
+		cmd.DedupKey = b.str("dedup_key", false)
+		cmd.OccurredAt = b.time("occurred_at")
+		return nil
+	})
+	return cmd, err
 }
 
 func (a agentCall) runSignals(runID string) (result, error) {

@@ -19,13 +19,16 @@ import (
 // run and checks that every event whose Append returned nil before the crash
 // is recovered, in order, with nothing but submitted events after it.
 func TestCrashKeepsAcknowledgedEvents(t *testing.T) {
-	iterations := 16
+	iterations, maxAppends := 16, 4000
+	if raceEnabled {
+		iterations, maxAppends = 10, 1500
+	}
 	if testing.Short() {
 		iterations = 3
 	}
 	for i := range iterations {
 		seed := uint64(1000 + i)
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashOnce(t, seed) })
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { crashOnce(t, seed, maxAppends) })
 	}
 }
 
@@ -38,7 +41,7 @@ type crashAgent struct {
 	acked     atomic.Uint64 // last acknowledged seq
 }
 
-func crashOnce(t *testing.T, seed uint64) {
+func crashOnce(t *testing.T, seed uint64, maxAppends int) {
 	const writers, perWriter = 16, 4
 	rng := rand.New(rand.NewPCG(seed, 1))
 	fs := vfs.NewCrashableMem()
@@ -73,7 +76,7 @@ func crashOnce(t *testing.T, seed uint64) {
 		}()
 	}
 
-	target := int64(50 + rng.IntN(4000))
+	target := int64(50 + rng.IntN(maxAppends))
 	for total.Load() < target && len(errs) == 0 {
 		time.Sleep(50 * time.Microsecond)
 	}

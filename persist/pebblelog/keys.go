@@ -47,7 +47,7 @@ func eventKey(agent string, seq uint64) []byte {
 // events ('0' is '/'+1).
 func eventUpper(agent string) []byte {
 	k := eventPrefix(agent)
-	k[len(k)-1] = 0xff
+	k[len(k)-1] = '/' + 1
 	return k
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pebblelog
+
+const raceEnabled = false

@@ -1,0 +1,63 @@
+package transport
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/field"
+)
+
+func TestDecodeSignal(t *testing.T) {
+	cases := []struct {
+		name, body string
+		path       string // "" with ok=false means a whole-body error
+		ok         bool
+	}{
+		{"seed example", `{"kind": "human.rating", "value": 0.8, "run_id": "run_1", "dedup_key": "msg-19"}`, "", true},
+		{"unknown fields ignored", `{"kind":"k","value":1,"object":"o/1","extra":{"x":[1]}}`, "", true},
+		{"null is absent", `{"kind":"k","value":1,"object":"o/1","dedup_key":null}`, "", true},
+		{"not JSON", `{"kind":`, "", false},
+		{"not an object", `[1,2]`, "", false},
+		{"missing kind", `{"value":1,"run_id":"r"}`, "kind", false},
+		{"kind not a string", `{"kind":7,"value":1,"run_id":"r"}`, "kind", false},
+		{"missing value", `{"kind":"k","run_id":"r"}`, "value", false},
+		{"value a string", `{"kind":"k","value":"1","run_id":"r"}`, "value", false},
+		{"value overflows", `{"kind":"k","value":1e999,"run_id":"r"}`, "value", false},
+		{"run_id a number", `{"kind":"k","value":1,"run_id":5}`, "run_id", false},
+		{"bad occurred_at", `{"kind":"k","value":1,"run_id":"r","occurred_at":"yesterday"}`, "occurred_at", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := decodeSignal([]byte(c.body))
+			if c.ok {
+				if err != nil {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			var fe *field.Error
+			if !errors.As(err, &fe) || fe.Path != c.path {
+				t.Fatalf("err = %v, want a field error at %q", err, c.path)
+			}
+		})
+	}
+	cmd, err := decodeSignal([]byte(`{"kind":"k","value":-2.5,"session_id":"s","occurred_at":"2026-11-30T10:00:00+02:00"}`))
+	if err != nil || cmd.Value != -2.5 || cmd.SessionID != "s" || !cmd.OccurredAt.Equal(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)) {
+		t.Fatalf("decoded %+v, %v", cmd, err)
+	}
+}
+
+// FuzzSignalBody: any body decodes or fails with a field error (a 400);
+// nothing panics.
+func FuzzSignalBody(f *testing.F) {
+	f.Add([]byte(`{"kind": "human.rating", "value": 0.8, "run_id": "run_1", "dedup_key": "msg-19"}`))
+	f.Add([]byte(`{"kind":"k","value":1,"object":"zendesk.ticket/42","occurred_at":"2026-11-30T10:00:00Z"}`))
+	f.Add([]byte(`{"kind":"k","value":1e999,"session_id":"s"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := decodeSignal(b)
+		if err != nil && !errors.Is(err, field.ErrInvalid) {
+			t.Fatalf("error %v is not a 400", err)
+		}
+	})
+}
