@@ -1,0 +1,12 @@
+// Package bench measures Plaudit's durable ingest against the building
+// blocks it is made of, on the same machine and in the same run: a synced
+// Pebble write (the floor for a durable signal) and a bare fasthttp
+// round trip (the floor for any HTTP answer). Figures are meant to be read as
+// ratios against those baselines, never as absolute numbers, since the
+// machines they run on are noisy; nothing here asserts a time.
+//
+// The harness is a closed loop: each of c workers issues its next operation
+// when the previous one has answered, so ops/s at c>1 shows how well
+// concurrent requests share work (Pebble's group commit) and the latency
+// percentiles show what one caller waits.
+package bench

@@ -1,0 +1,150 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+)
+
+// Options are what `plaudit bench` can be told.
+type Options struct {
+	// Ops is the number of operations of each workload at each
+	// concurrency (default DefaultOps).
+	Ops int
+	// Dir is where the Pebble directories go (default the system's
+	// temporary directory); pass a directory on the disk you mean to
+	// measure. Run makes a fresh directory inside it and removes it.
+	Dir string
+	// Concurrency lists the worker counts to run (default 1 and 64).
+	Concurrency []int
+}
+
+// DefaultOps keeps a default Run well under 30 s on a disk that syncs in
+// about a millisecond.
+const DefaultOps = 4000
+
+// workload is one row family of Run's table.
+type workload struct {
+	name string
+	// base names the workload this one is divided by; "" for a baseline.
+	base string
+	// minC skips the workload below that concurrency, where it would
+	// measure the same thing as another row.
+	minC int
+	run  func(dir string, c, n int) (Result, error)
+}
+
+var workloads = []workload{
+	{name: "raw-pebble", run: RawPebbleAppend},
+	{name: "fasthttp-hello", run: func(_ string, c, n int) (Result, error) { return FasthttpHello(c, n) }},
+	{name: "http-signal", base: "raw-pebble", run: withServer(HTTPSignalIngest)},
+	{name: "http-signal-agents", base: "raw-pebble", minC: 2, run: withServer(HTTPSignalIngestAgents)},
+}
+
+// withServer runs an HTTP workload against a fresh server over dir.
+func withServer(f func(baseURL, key string, c, n int) (Result, error)) func(string, int, int) (Result, error) {
+	return func(dir string, c, n int) (res Result, err error) {
+		s, err := StartServer(dir)
+		if err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			if cerr := s.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("bench: close server: %w", cerr)
+			}
+		}()
+		return f("http://"+s.HTTPAddr(), Key, c, n)
+	}
+}
+
+// Run runs every workload at every concurrency, one after the other on a
+// fresh directory each, and writes a table to w. Each HTTP signal row is
+// divided by the raw Pebble row of the same concurrency (how much of the
+// synced-write rate survives the whole server), and its p50 and CPU per
+// operation by those of fasthttp-hello (how far above the HTTP floor it
+// answers, and what it spends beyond it). Op failures
+// are shown in the table and make Run return an error after writing it.
+func Run(w io.Writer, opts Options) (err error) {
+	if opts.Ops <= 0 {
+		opts.Ops = DefaultOps
+	}
+	if len(opts.Concurrency) == 0 {
+		opts.Concurrency = []int{1, 64}
+	}
+	root, err := os.MkdirTemp(opts.Dir, "plaudit-bench-")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer func() {
+		if rerr := os.RemoveAll(root); err == nil && rerr != nil {
+			err = fmt.Errorf("bench: %w", rerr)
+		}
+	}()
+
+	type key struct {
+		name string
+		c    int
+	}
+	results := map[key]Result{}
+	var failed []error
+	start := time.Now()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "workload\tc\tops/s\tp50\tp99\tmax\tcpu/op\terrors\tops/s ÷ raw-pebble\tp50 ÷ raw-pebble\tp50 ÷ hello\tcpu ÷ hello\t\n")
+	for _, c := range opts.Concurrency {
+		for _, wl := range workloads {
+			if c < wl.minC {
+				continue
+			}
+			dir := filepath.Join(root, fmt.Sprintf("%s-c%d", wl.name, c))
+			res, err := wl.run(dir, c, opts.Ops)
+			if err != nil {
+				return fmt.Errorf("bench: %s c=%d: %w", wl.name, c, err)
+			}
+			results[key{wl.name, c}] = res
+			if res.Errors > 0 {
+				failed = append(failed, fmt.Errorf("%s c=%d: %d of %d ops failed, e.g. %w",
+					wl.name, c, res.Errors, res.Errors+res.Ops, res.FirstErr))
+			}
+			var tput, p50, helloP50, helloCPU string
+			if b, ok := results[key{wl.base, c}]; ok && wl.base != "" {
+				tput = ratio(res.OpsPerSec, b.OpsPerSec)
+				p50 = ratio(float64(res.P50), float64(b.P50))
+				if h, ok := results[key{"fasthttp-hello", c}]; ok {
+					helloP50 = ratio(float64(res.P50), float64(h.P50))
+					helloCPU = ratio(float64(res.CPUPerOp()), float64(h.CPUPerOp()))
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", wl.name, c, res.OpsPerSec,
+				micros(res.P50), micros(res.P99), micros(res.Max), micros(res.CPUPerOp()), res.Errors,
+				tput, p50, helloP50, helloCPU)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d ops per row; ratios are within this run; %v in all.\n", opts.Ops, time.Since(start).Round(100*time.Millisecond))
+	if len(failed) > 0 {
+		return fmt.Errorf("bench: failed ops: %w", errors.Join(failed...))
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// micros formats d in microseconds, the unit of every latency here.
+func micros(d time.Duration) string {
+	us := float64(d) / float64(time.Microsecond)
+	if us < 100 {
+		return fmt.Sprintf("%.1fµs", us)
+	}
+	return fmt.Sprintf("%.0fµs", us)
+}
