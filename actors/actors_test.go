@@ -149,9 +149,10 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 		}()
 	}
 	<-g.entered // the first batch is at the gate; the others queue behind it
-	r.mu.Lock()
-	e := r.agents[info.ID]
-	r.mu.Unlock()
+	sh := r.shardOf(info.ID)
+	sh.mu.Lock()
+	e := sh.agents[info.ID]
+	sh.mu.Unlock()
 	waitFor(t, func() bool { return e.inflight.Load() == writers })
 	g.release()
 	wg.Wait()

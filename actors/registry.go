@@ -75,21 +75,32 @@ func (c *Config) defaults() {
 }
 
 // Registry routes requests to agent actors, spawning them on first use and
-// forgetting them when they passivate.
+// forgetting them when they passivate. Agents are spread over shards so that
+// requests to different agents do not meet on one lock.
 type Registry struct {
 	cfg    Config
 	store  persist.Store
 	system *actor.ActorSystem
+	shards [64]shard
+	closed atomic.Bool
 
-	mu      sync.Mutex
-	agents  map[string]*entry
-	closed  bool
+	createMu sync.Mutex // makes an agent's external id check-and-set atomic
+
+	randMu  sync.Mutex
 	seedSeq uint64
-	idRand  *rand.Rand // for agent ids; guarded by mu
+	idRand  *rand.Rand // for agent ids
+}
+
+type shard struct {
+	mu     sync.Mutex
+	agents map[string]*entry
 }
 
 // entry is a live actor. inflight counts requests admitted and not yet
-// answered; it is raised under Registry.mu and lowered by the actor.
+// answered: it is raised under the shard lock before the send, and lowered
+// by the actor as it answers. Passivation checks it under the same lock, so
+// an actor never stops with a request on its way to it, and the send itself
+// can happen outside the lock.
 type entry struct {
 	pid      *actor.PID
 	inflight atomic.Int64
@@ -102,7 +113,9 @@ func New(cfg Config) *Registry {
 		cfg:    cfg,
 		store:  cfg.Store,
 		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
-		agents: map[string]*entry{},
+	}
+	for i := range r.shards {
+		r.shards[i].agents = map[string]*entry{}
 	}
 	r.idRand = r.newRand()
 	return r
@@ -111,8 +124,10 @@ func New(cfg Config) *Registry {
 // Store is the registry's store.
 func (r *Registry) Store() persist.Store { return r.store }
 
-// newRand returns a fresh source; the caller holds mu (or is New).
+// newRand returns a fresh random source for an actor.
 func (r *Registry) newRand() *rand.Rand {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
 	if r.cfg.Seed != 0 {
 		r.seedSeq++
 		return rand.New(rand.NewPCG(r.cfg.Seed, r.seedSeq))
@@ -120,6 +135,14 @@ func (r *Registry) newRand() *rand.Rand {
 	var b [16]byte
 	_, _ = crand.Read(b[:])
 	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
+}
+
+func (r *Registry) shardOf(agentID string) *shard {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(agentID); i++ {
+		h = (h ^ uint32(agentID[i])) * 16777619
+	}
+	return &r.shards[h%uint32(len(r.shards))]
 }
 
 // Execute runs cmd on the agent's actor and returns its result once durable.
@@ -134,25 +157,20 @@ func (r *Registry) Query(agentID string, fn func(a *engine.Agent, now time.Time)
 	return r.request(agentID, &query{fn: fn})
 }
 
-// CreateAgent creates an agent in workspace ws and returns its info.
+// CreateAgent creates an agent in workspace cmd.Workspace and returns its info.
 func (r *Registry) CreateAgent(cmd engine.CreateAgent) (engine.AgentInfo, error) {
-	r.mu.Lock()
+	r.randMu.Lock()
 	cmd.ID = id.New(id.Agent, r.cfg.Now(), r.idRand)
-	r.mu.Unlock()
+	r.randMu.Unlock()
 	if cmd.ExternalID != "" {
 		// Creation is rare; one lock makes the external id check-and-set atomic.
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		r.createMu.Lock()
+		defer r.createMu.Unlock()
 		if _, err := r.store.Get(agentExtKey(cmd.Workspace, cmd.ExternalID)); err == nil {
 			return engine.AgentInfo{}, fmt.Errorf("agent external_id %q already used: %w", cmd.ExternalID, engine.ErrConflict)
 		} else if !errors.Is(err, persist.ErrNotFound) {
 			return engine.AgentInfo{}, err
 		}
-		res, err := r.requestLocked(cmd.ID, &execute{cmd: cmd})
-		if err != nil {
-			return engine.AgentInfo{}, err
-		}
-		return res.(engine.AgentInfo), nil
 	}
 	res, err := r.Execute(cmd.ID, cmd)
 	if err != nil {
@@ -162,42 +180,37 @@ func (r *Registry) CreateAgent(cmd engine.CreateAgent) (engine.AgentInfo, error)
 }
 
 func (r *Registry) request(agentID string, msg request) (any, error) {
-	r.mu.Lock()
-	f, _, err := r.sendLocked(agentID, msg)
-	r.mu.Unlock()
+	e, err := r.admit(agentID)
 	if err != nil {
 		return nil, err
 	}
-	return r.await(f)
+	return r.await(r.system.Root.RequestFuture(e.pid, msg, r.cfg.RequestTimeout))
 }
 
-// requestLocked is request for a caller that holds r.mu for the whole call.
-func (r *Registry) requestLocked(agentID string, msg request) (any, error) {
-	f, _, err := r.sendLocked(agentID, msg)
-	if err != nil {
-		return nil, err
+// admit finds or spawns the agent's actor and counts one request in flight.
+func (r *Registry) admit(agentID string) (*entry, error) {
+	sh := r.shardOf(agentID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	// Checked under the shard lock: Close sets closed and then takes every
+	// shard lock, so no actor is spawned behind its back.
+	if r.closed.Load() {
+		return nil, fmt.Errorf("registry closed: %w", ErrUnavailable)
 	}
-	return r.await(f)
-}
-
-func (r *Registry) sendLocked(agentID string, msg request) (*actor.Future, *entry, error) {
-	if r.closed {
-		return nil, nil, fmt.Errorf("registry closed: %w", ErrUnavailable)
-	}
-	e := r.agents[agentID]
+	e := sh.agents[agentID]
 	if e == nil {
 		e = &entry{}
 		rnd := r.newRand()
 		props := actor.PropsFromProducer(func() actor.Actor { return newAgentActor(r, agentID, e, rnd) },
 			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)))
 		e.pid = r.system.Root.Spawn(props)
-		r.agents[agentID] = e
+		sh.agents[agentID] = e
 	}
 	if e.inflight.Load() >= int64(r.cfg.MailboxLimit) {
-		return nil, nil, fmt.Errorf("agent %s: %w", agentID, ErrOverloaded)
+		return nil, fmt.Errorf("agent %s: %w", agentID, ErrOverloaded)
 	}
 	e.inflight.Add(1)
-	return r.system.Root.RequestFuture(e.pid, msg, r.cfg.RequestTimeout), e, nil
+	return e, nil
 }
 
 func (r *Registry) await(f *actor.Future) (any, error) {
@@ -210,47 +223,55 @@ func (r *Registry) await(f *actor.Future) (any, error) {
 }
 
 // passivate forgets the actor if no request is in flight; the caller then
-// stops it. Holding mu makes the check and the removal atomic with sends.
+// stops it. The shard lock makes the check and the removal atomic with admit.
 func (r *Registry) passivate(agentID string, e *entry) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e.inflight.Load() != 0 || r.agents[agentID] != e {
+	sh := r.shardOf(agentID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e.inflight.Load() != 0 || sh.agents[agentID] != e {
 		return false
 	}
-	delete(r.agents, agentID)
+	delete(sh.agents, agentID)
 	return true
 }
 
 // forget drops a broken actor so the next request recovers from disk.
 func (r *Registry) forget(agentID string, e *entry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.agents[agentID] == e {
-		delete(r.agents, agentID)
+	sh := r.shardOf(agentID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.agents[agentID] == e {
+		delete(sh.agents, agentID)
 	}
 }
 
 // Live is the number of agent actors in memory.
 func (r *Registry) Live() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.agents)
+	n := 0
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		n += len(sh.agents)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // Close stops every actor after its in-flight writes finish. Requests after
 // Close fail with ErrUnavailable.
 func (r *Registry) Close() {
-	r.mu.Lock()
-	r.closed = true
-	pids := make([]*actor.PID, 0, len(r.agents))
-	for _, e := range r.agents {
-		pids = append(pids, e.pid)
+	if r.closed.Swap(true) {
+		return
 	}
-	r.agents = map[string]*entry{}
-	r.mu.Unlock()
 	var futures []*actor.Future
-	for _, pid := range pids {
-		futures = append(futures, r.system.Root.PoisonFuture(pid))
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.agents {
+			futures = append(futures, r.system.Root.PoisonFuture(e.pid))
+		}
+		sh.agents = map[string]*entry{}
+		sh.mu.Unlock()
 	}
 	for _, f := range futures {
 		_ = f.Wait()
