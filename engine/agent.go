@@ -24,6 +24,10 @@ type Agent struct {
 
 	objectives []ObjectiveVersion // objectives[i].Version == i+1
 
+	variations    map[string]*Variation
+	variationList []*Variation // creation order
+	feedback      []Feedback   // append order
+
 	seq uint64 // events applied so far = sequence of the last event
 }
 
@@ -37,6 +41,7 @@ func NewAgent() *Agent {
 		runSignals:    map[string][]int{},
 		objectSignals: map[string][]int{},
 		dedup:         map[string]int{},
+		variations:    map[string]*Variation{},
 	}
 }
 
@@ -91,6 +96,12 @@ func (a *Agent) apply(ev Event) error {
 		r.Traces = append(r.Traces, e.Trace)
 	case SignalRecorded:
 		a.addSignal(e.Signal)
+	case VariationCreated:
+		v := e.Variation
+		a.variations[v.ID] = &v
+		a.variationList = append(a.variationList, &v)
+	case FeedbackRecorded:
+		a.applyFeedback(e.Feedback)
 	case ObjectivePut:
 		if e.Version != len(a.objectives)+1 {
 			return fmt.Errorf("engine: objective version %d after %d", e.Version, len(a.objectives))

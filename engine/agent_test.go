@@ -283,6 +283,7 @@ func TestNewObjectiveRescoresHistory(t *testing.T) {
 // every event type.
 func buildHistory(t *testing.T) *harness {
 	h := newHarness(t)
+	v := h.must(CreateVariation{Name: "concise", Config: `{"temperature":0.2}`}).(Variation)
 	r1 := h.run(CreateRun{Version: "3", SessionID: "s", ExternalID: "ticket-9", Labels: map[string]string{"team": "a"}})
 	r2 := h.run(CreateRun{Version: "3"})
 	h.must(ClaimObject{RunID: r1.ID, Object: "zendesk.ticket/42"})
@@ -298,6 +299,13 @@ func buildHistory(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.must(PutObjective{Definition: def, Note: "seed"})
+	score := -0.5
+	h.must(RecordFeedback{RunID: r1.ID, Score: &score, Comment: "meh", ExternalID: "review-1",
+		Labels: map[string]string{"source": "csat"}, ProfileID: "profile_1"})
+	h.must(RecordFeedback{RunID: r1.ID})
+	if got, _ := h.a.Variation(v.ID); r1.VariationID != v.ID || got.FeedbackCount != 2 {
+		t.Fatalf("history: run variation %q, variation %+v", r1.VariationID, got)
+	}
 	return h
 }
 

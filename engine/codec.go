@@ -49,6 +49,10 @@ func AppendEvent(dst []byte, ev Event) []byte {
 		w.signal(e.Signal)
 	case ObjectivePut:
 		w.objective(ObjectiveVersion(e))
+	case VariationCreated:
+		w.variation(e.Variation)
+	case FeedbackRecorded:
+		w.feedback(e.Feedback)
 	}
 	return w
 }
@@ -74,6 +78,10 @@ func DecodeEvent(b []byte) (ev Event, err error) {
 		ev = SignalRecorded{Signal: r.signal()}
 	case evObjectivePut:
 		ev = ObjectivePut(r.objective())
+	case evVariationCreated:
+		ev = VariationCreated{Variation: r.variation()}
+	case evFeedbackRecorded:
+		ev = FeedbackRecorded{Feedback: r.feedback()}
 	default:
 		return nil, fmt.Errorf("%w: event type %d", ErrDecode, t)
 	}
@@ -98,6 +106,14 @@ func AppendState(dst []byte, s State) []byte {
 	for _, o := range s.Objectives {
 		w.objective(o)
 	}
+	w.uvarint(uint64(len(s.Variations)))
+	for _, v := range s.Variations {
+		w.variation(v)
+	}
+	w.uvarint(uint64(len(s.Feedback)))
+	for _, fb := range s.Feedback {
+		w.feedback(fb)
+	}
 	return w
 }
 
@@ -119,6 +135,12 @@ func DecodeState(b []byte) (State, error) {
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Objectives = append(s.Objectives, r.objective())
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Variations = append(s.Variations, r.variation())
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Feedback = append(s.Feedback, r.feedback())
 	}
 	return s, r.done()
 }
@@ -218,6 +240,31 @@ func (w *writer) objective(o ObjectiveVersion) {
 	w.str(string(o.Definition.AppendJSON(nil)))
 	w.str(o.Note)
 	w.time(o.CreatedAt)
+}
+
+func (w *writer) variation(v Variation) {
+	w.str(v.ID)
+	w.str(v.Name)
+	w.str(v.Config)
+	w.float(v.Alpha)
+	w.float(v.Beta)
+	w.uvarint(uint64(v.FeedbackCount))
+	w.time(v.CreatedAt)
+}
+
+func (w *writer) feedback(fb Feedback) {
+	w.str(fb.ID)
+	w.str(fb.RunID)
+	w.str(fb.VariationID)
+	w.boolean(fb.Score != nil)
+	if fb.Score != nil {
+		w.float(*fb.Score)
+	}
+	w.str(fb.Comment)
+	w.str(fb.ExternalID)
+	w.labels(fb.Labels)
+	w.str(fb.ProfileID)
+	w.time(fb.CreatedAt)
 }
 
 // reader decodes; the first failure sticks in err and later reads return zeros.
@@ -373,4 +420,19 @@ func (r *reader) objective() ObjectiveVersion {
 	}
 	o.Definition = d
 	return o
+}
+
+func (r *reader) variation() Variation {
+	return Variation{ID: r.str(), Name: r.str(), Config: r.str(), Alpha: r.float(), Beta: r.float(),
+		FeedbackCount: int(r.uvarint()), CreatedAt: r.time()}
+}
+
+func (r *reader) feedback() Feedback {
+	fb := Feedback{ID: r.str(), RunID: r.str(), VariationID: r.str()}
+	if r.boolean() {
+		score := r.float()
+		fb.Score = &score
+	}
+	fb.Comment, fb.ExternalID, fb.Labels, fb.ProfileID, fb.CreatedAt = r.str(), r.str(), r.labels(), r.str(), r.time()
+	return fb
 }

@@ -22,7 +22,8 @@ type CreateAgent struct {
 	Labels                                         map[string]string
 }
 
-// CreateRun starts a run.
+// CreateRun starts a run. Creating a run is variation selection: a given
+// VariationID pins it, else one is chosen by the agent's selection mode.
 type CreateRun struct {
 	Version, VariationID, SessionID, ExternalID string
 	Labels                                      map[string]string
@@ -126,6 +127,10 @@ func (a *Agent) Execute(cmd Command, now time.Time, rnd *rand.Rand) (any, []Even
 		res, events, err = a.recordSignal(c, now, rnd)
 	case PutObjective:
 		res, events, err = a.putObjective(c, now)
+	case CreateVariation:
+		res, events, err = a.createVariation(c, now, rnd)
+	case RecordFeedback:
+		res, events, err = a.recordFeedback(c, now, rnd)
 	default:
 		return nil, nil, fmt.Errorf("engine: unknown command %T", cmd)
 	}
@@ -185,13 +190,14 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (any, []Ev
 	if err := CheckLabels("labels", c.Labels); err != nil {
 		return nil, nil, err
 	}
-	if c.VariationID != "" {
-		return nil, nil, fmt.Errorf("variation %s: %w", c.VariationID, ErrNotFound)
-	}
 	if c.ExternalID != "" && a.runByExternal[c.ExternalID] != nil {
 		return nil, nil, fmt.Errorf("run external_id %q already used: %w", c.ExternalID, ErrConflict)
 	}
-	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, SessionID: c.SessionID,
+	variation, err := a.selectVariation(c.VariationID, rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
 		ExternalID: c.ExternalID, Labels: c.Labels, CreatedAt: now}
 	return &r, []Event{RunCreated{Run: r}}, nil
 }

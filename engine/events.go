@@ -14,13 +14,15 @@ type eventType byte
 
 // Event type tags, stable on disk: never renumber.
 const (
-	evAgentCreated    eventType = 1
-	evRunCreated      eventType = 2
-	evRunFinished     eventType = 3
-	evObjectClaimed   eventType = 4
-	evTraceRegistered eventType = 5
-	evSignalRecorded  eventType = 6
-	evObjectivePut    eventType = 7
+	evAgentCreated     eventType = 1
+	evRunCreated       eventType = 2
+	evRunFinished      eventType = 3
+	evObjectClaimed    eventType = 4
+	evTraceRegistered  eventType = 5
+	evSignalRecorded   eventType = 6
+	evObjectivePut     eventType = 7
+	evVariationCreated eventType = 8
+	evFeedbackRecorded eventType = 9
 )
 
 // AgentCreated starts an agent's log.

@@ -14,6 +14,8 @@ type State struct {
 	Runs       []Run
 	Signals    []Signal
 	Objectives []ObjectiveVersion
+	Variations []Variation
+	Feedback   []Feedback
 	Seq        uint64
 }
 
@@ -29,6 +31,8 @@ func (a *Agent) Snapshot() State {
 		Runs:       runs,
 		Signals:    a.signals[:len(a.signals):len(a.signals)],
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
+		Variations: a.Variations(),
+		Feedback:   a.feedback[:len(a.feedback):len(a.feedback)],
 		Seq:        a.seq,
 	}
 }
@@ -67,6 +71,12 @@ func Restore(s State) *Agent {
 		a.addSignal(sig)
 	}
 	a.objectives = append(a.objectives, s.Objectives...)
+	for i := range s.Variations {
+		v := s.Variations[i]
+		a.variations[v.ID] = &v
+		a.variationList = append(a.variationList, &v)
+	}
+	a.feedback = append(a.feedback, s.Feedback...)
 	return a
 }
 
