@@ -340,6 +340,10 @@ func (r *reader) float() float64 {
 	}
 	f := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
 	r.b = r.b[8:]
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		r.fail("non-finite number") // the engine never stores one
+		return 0
+	}
 	return f
 }
 
