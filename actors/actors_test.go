@@ -85,7 +85,7 @@ func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info, res.(engine.Run)
+	return info, res.(engine.CreatedRun).Run
 }
 
 func signal(r *Registry, agentID, runID string, i int) (engine.SignalResult, error) {

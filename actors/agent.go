@@ -178,7 +178,7 @@ func (x *agentActor) enqueue(events []engine.Event) {
 	for _, ev := range events {
 		b := engine.AppendEvent(nil, ev)
 		x.pending = append(x.pending, b)
-		x.pendingKV = append(x.pendingKV, indexFor(ev, b)...)
+		x.pendingKV = append(x.pendingKV, indexFor(x.agent.Info().Workspace, ev, b)...)
 	}
 	if x.snapDue.IsZero() {
 		x.snapDue = x.reg.cfg.Now().Add(x.reg.cfg.SnapshotInterval)

@@ -13,15 +13,18 @@ import (
 //
 //	agent/<ws>/<agent id>      → AgentCreated event (the agent's info)
 //	agentext/<ws>/<external>   → agent id
-//	run/<run id>               → <ws>/<agent id>
+//	run/<run id>               → agent id
+//	runext/<ws>/<external>     → run id
 //
 // The directory is what lets a request find its actor without scanning.
 func agentKey(ws, agentID string) []byte { return []byte("agent/" + ws + "/" + agentID) }
 func agentExtKey(ws, ext string) []byte  { return []byte("agentext/" + ws + "/" + ext) }
 func runKey(runID string) []byte         { return []byte("run/" + runID) }
+func runExtKey(ws, ext string) []byte    { return []byte("runext/" + ws + "/" + ext) }
 
-// indexFor returns the directory entries an event creates.
-func indexFor(ev engine.Event, encoded []byte) []persist.KV {
+// indexFor returns the directory entries an event of an agent of workspace
+// ws creates.
+func indexFor(ws string, ev engine.Event, encoded []byte) []persist.KV {
 	switch e := ev.(type) {
 	case engine.AgentCreated:
 		kvs := []persist.KV{{Key: agentKey(e.Info.Workspace, e.Info.ID), Value: encoded}}
@@ -30,7 +33,11 @@ func indexFor(ev engine.Event, encoded []byte) []persist.KV {
 		}
 		return kvs
 	case engine.RunCreated:
-		return []persist.KV{{Key: runKey(e.Run.ID), Value: []byte(e.Run.AgentID)}}
+		kvs := []persist.KV{{Key: runKey(e.Run.ID), Value: []byte(e.Run.AgentID)}}
+		if e.Run.ExternalID != "" {
+			kvs = append(kvs, persist.KV{Key: runExtKey(ws, e.Run.ExternalID), Value: []byte(e.Run.ID)})
+		}
+		return kvs
 	}
 	return nil
 }
@@ -69,13 +76,46 @@ func (r *Registry) Agents(ws string) ([]engine.AgentInfo, error) {
 	return out, err
 }
 
-// RunAgent returns the agent that owns a run of workspace ws.
-func (r *Registry) RunAgent(ws, runID string) (engine.AgentInfo, error) {
+// Run finds a run of workspace ws, by id or "external_id:<value>", and
+// returns its id and its agent. A run of another workspace is ErrNotFound.
+func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
+	runID := ref
+	if ext, ok := strings.CutPrefix(ref, "external_id:"); ok {
+		v, err := r.store.Get(runExtKey(ws, ext))
+		if err != nil {
+			return "", engine.AgentInfo{}, notFound("run", ref, err)
+		}
+		runID = string(v)
+	}
 	v, err := r.store.Get(runKey(runID))
 	if err != nil {
-		return engine.AgentInfo{}, notFound("run", runID, err)
+		return "", engine.AgentInfo{}, notFound("run", ref, err)
 	}
-	return r.Agent(ws, string(v))
+	info, err := r.Agent(ws, string(v))
+	if errors.Is(err, engine.ErrNotFound) {
+		return "", engine.AgentInfo{}, notFound("run", ref, persist.ErrNotFound)
+	}
+	return runID, info, err
+}
+
+// CreateRun creates a run of an agent of workspace ws. A run's external id
+// is unique in its workspace, so runs that carry one are created one at a
+// time behind the check.
+func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun) (engine.CreatedRun, error) {
+	if cmd.ExternalID != "" {
+		r.createMu.Lock()
+		defer r.createMu.Unlock()
+		if _, err := r.store.Get(runExtKey(agent.Workspace, cmd.ExternalID)); err == nil {
+			return engine.CreatedRun{}, fmt.Errorf("run external_id %q already used: %w", cmd.ExternalID, engine.ErrConflict)
+		} else if !errors.Is(err, persist.ErrNotFound) {
+			return engine.CreatedRun{}, err
+		}
+	}
+	res, err := r.Execute(agent.ID, cmd)
+	if err != nil {
+		return engine.CreatedRun{}, err
+	}
+	return res.(engine.CreatedRun), nil
 }
 
 func decodeAgentInfo(v []byte) (engine.AgentInfo, error) {

@@ -48,7 +48,7 @@ func (h *harness) must(cmd Command) any {
 	return res
 }
 
-func (h *harness) run(c CreateRun) Run { h.t.Helper(); return h.must(c).(Run) }
+func (h *harness) run(c CreateRun) Run { h.t.Helper(); return h.must(c).(CreatedRun).Run }
 
 func (h *harness) signal(c RecordSignal) SignalResult {
 	h.t.Helper()
@@ -284,7 +284,7 @@ func TestNewObjectiveRescoresHistory(t *testing.T) {
 func buildHistory(t *testing.T) *harness {
 	h := newHarness(t)
 	v := h.must(CreateVariation{Name: "concise", Config: `{"temperature":0.2}`}).(Variation)
-	r1 := h.run(CreateRun{Version: "3", SessionID: "s", ExternalID: "ticket-9", Labels: map[string]string{"team": "a"}})
+	r1 := h.run(CreateRun{Version: "3", SessionID: "s", ExternalID: "ticket-9", ProfileID: "profile_1", Labels: map[string]string{"team": "a"}})
 	r2 := h.run(CreateRun{Version: "3"})
 	h.must(ClaimObject{RunID: r1.ID, Object: "zendesk.ticket/42"})
 	h.must(ClaimObject{RunID: r2.ID, Object: "zendesk.ticket/42"})

@@ -201,6 +201,7 @@ func (w *writer) run(r Run) {
 	w.str(r.SessionID)
 	w.str(r.ExternalID)
 	w.labels(r.Labels)
+	w.str(r.ProfileID)
 	w.time(r.CreatedAt)
 	w.boolean(r.Finished)
 	w.boolean(r.Succeeded)
@@ -389,7 +390,7 @@ func (r *reader) agentInfo() AgentInfo {
 
 func (r *reader) run() Run {
 	run := Run{ID: r.str(), AgentID: r.str(), Version: r.str(), VariationID: r.str(), SessionID: r.str(),
-		ExternalID: r.str(), Labels: r.labels(), CreatedAt: r.time(), Finished: r.boolean(),
+		ExternalID: r.str(), Labels: r.labels(), ProfileID: r.str(), CreatedAt: r.time(), Finished: r.boolean(),
 		Succeeded: r.boolean(), FinishedAt: r.time()}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		run.Claims = append(run.Claims, Claim{Object: r.str(), CreatedAt: r.time()})

@@ -25,8 +25,8 @@ type CreateAgent struct {
 // CreateRun starts a run. Creating a run is variation selection: a given
 // VariationID pins it, else one is chosen by the agent's selection mode.
 type CreateRun struct {
-	Version, VariationID, SessionID, ExternalID string
-	Labels                                      map[string]string
+	Version, VariationID, SessionID, ExternalID, ProfileID string
+	Labels                                                 map[string]string
 }
 
 // FinishRun finishes a run; FinishedAt zero means now.
@@ -146,10 +146,24 @@ func (a *Agent) Execute(cmd Command, now time.Time, rnd *rand.Rand) (any, []Even
 	return a.resultAfter(res), events, nil
 }
 
+// CreatedRun is what CreateRun answers: the run and the variation chosen.
+type CreatedRun struct {
+	Run       Run
+	Variation *Variation // nil when the agent has no variations
+}
+
 // resultAfter refreshes results that point into state changed by apply.
 func (a *Agent) resultAfter(res any) any {
-	if r, ok := res.(*Run); ok {
+	switch r := res.(type) {
+	case *Run:
 		return a.runView(a.runs[r.ID])
+	case CreatedRun:
+		r.Run = a.runView(a.runs[r.Run.ID])
+		if v := a.variations[r.Run.VariationID]; v != nil {
+			vv := *v
+			r.Variation = &vv
+		}
+		return r
 	}
 	return res
 }
@@ -198,8 +212,8 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (any, []Ev
 		return nil, nil, err
 	}
 	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
-		ExternalID: c.ExternalID, Labels: c.Labels, CreatedAt: now}
-	return &r, []Event{RunCreated{Run: r}}, nil
+		ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
+	return CreatedRun{Run: r}, []Event{RunCreated{Run: r}}, nil
 }
 
 func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) (any, []Event, error) {

@@ -35,6 +35,7 @@ type Run struct {
 	SessionID   string
 	ExternalID  string
 	Labels      map[string]string
+	ProfileID   string // who created it
 	CreatedAt   time.Time
 	Finished    bool
 	Succeeded   bool

@@ -59,40 +59,47 @@ type Server struct {
 
 // Start opens the store, recovers the tenancy, starts NATS and the HTTP
 // door, and marks the server ready.
-func Start(cfg Config) (s *Server, err error) {
+func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s = &Server{cfg: cfg, httpDone: make(chan error, 1)}
-	defer func() {
-		if err != nil {
-			s.closeAll()
+	s := &Server{cfg: cfg, httpDone: make(chan error, 1)}
+	if err := s.start(); err != nil {
+		_ = s.closeAll()
+		if s.httpLn != nil {
+			_ = s.httpLn.Close()
 		}
-	}()
-	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{}); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+func (s *Server) start() (err error) {
+	cfg := s.cfg
+	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{}); err != nil {
+		return err
+	}
 	if s.tenancy, s.AdminKey, err = auth.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
-		return nil, fmt.Errorf("tenancy: %w", err)
+		return fmt.Errorf("tenancy: %w", err)
 	}
 	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
 		Now: cfg.Now, Logger: cfg.Logger})
 	if err = s.startNATS(); err != nil {
-		return nil, err
+		return err
 	}
 	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.registry, s.tenancy)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("http listen: %w", err)
+		return fmt.Errorf("http listen: %w", err)
 	}
 	go func() { s.httpDone <- s.http.Serve(s.httpLn) }()
 	// Agents recover lazily, on their first request; the tenancy is loaded,
 	// so the server is ready.
 	s.http.SetReady()
-	return s, nil
+	return nil
 }
 
 func (s *Server) startNATS() error {

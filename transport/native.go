@@ -2,7 +2,6 @@ package transport
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -106,23 +105,20 @@ func (a agentCall) query(fn func(ag *engine.Agent, now time.Time) (any, error)) 
 }
 
 // resolveRun turns a run path segment (an id or external_id:<value>) into a
-// run id of this agent.
+// run id of this agent; a run of another agent is 404.
 func (a agentCall) resolveRun(ref string) (string, error) {
-	if ext, found := strings.CutPrefix(ref, "external_id:"); found {
-		res, err := a.query(func(ag *engine.Agent, _ time.Time) (any, error) {
-			r, err := ag.RunByExternalID(ext)
-			return r.ID, err
-		})
-		if err != nil {
-			return "", err
-		}
-		return res.(string), nil
+	runID, owner, err := a.h.reg.Run(a.ws, ref)
+	if err != nil {
+		return "", err
 	}
-	return ref, nil
+	if owner.ID != a.agent.ID {
+		return "", notFound("run", ref)
+	}
+	return runID, nil
 }
 
 func (a agentCall) createRun() (result, error) {
-	var cmd engine.CreateRun
+	cmd := engine.CreateRun{ProfileID: a.p.ProfileID}
 	err := parseBody(a.body, func(b *body) error {
 		cmd.Version = versionLabel(b, "version")
 		cmd.VariationID = b.str("variation_id", false)
@@ -134,11 +130,11 @@ func (a agentCall) createRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
+	run, err := a.h.reg.CreateRun(a.agent, cmd)
 	if err != nil {
 		return result{}, err
 	}
-	return created(appendRun(nil, res.(engine.Run), false))
+	return created(appendCreatedRun(nil, run))
 }
 
 // versionLabel reads the agent's release label; a JSON number is taken as

@@ -27,6 +27,27 @@ func appendAgent(b []byte, a engine.AgentInfo) []byte {
 
 // appendRun renders a run; full adds its claims and traces.
 func appendRun(b []byte, r engine.Run, full bool) []byte {
+	return appendRunWith(b, r, full, nil)
+}
+
+// appendCreatedRun renders a new run with the variation selection chose,
+// as "variation": {id, name} (null when the agent has none).
+func appendCreatedRun(b []byte, cr engine.CreatedRun) []byte {
+	return appendRunWith(b, cr.Run, false, func(b []byte) []byte {
+		b = jsonw.Key(b, "variation")
+		if cr.Variation == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '{')
+		b = jsonw.Key(b, "id")
+		b = jsonw.String(b, cr.Variation.ID)
+		b = jsonw.Key(b, "name")
+		b = jsonw.String(b, cr.Variation.Name)
+		return append(b, '}')
+	})
+}
+
+func appendRunWith(b []byte, r engine.Run, full bool, extra func([]byte) []byte) []byte {
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, r.ID)
@@ -67,6 +88,9 @@ func appendRun(b []byte, r engine.Run, full bool) []byte {
 			b = appendTrace(b, r.ID, t)
 		}
 		b = append(b, ']')
+	}
+	if extra != nil {
+		b = extra(b)
 	}
 	return append(b, '}')
 }

@@ -69,6 +69,13 @@ func (h *HTTP) routeNative(c *call, method string, seg []string) (result, error)
 		return endpoint{fasthttp.MethodPost: a.postSignal}.serve(method)
 	case len(rest) == 1 && rest[0] == "runs":
 		return endpoint{fasthttp.MethodPost: a.createRun}.serve(method)
+	case len(rest) == 1 && rest[0] == "variations":
+		return endpoint{
+			fasthttp.MethodGet:  a.listVariations,
+			fasthttp.MethodPost: a.createVariation,
+		}.serve(method)
+	case len(rest) == 2 && rest[0] == "variations":
+		return endpoint{fasthttp.MethodGet: func() (result, error) { return a.getVariation(rest[1]) }}.serve(method)
 	case len(rest) == 1 && rest[0] == "objective":
 		return endpoint{
 			fasthttp.MethodGet: func() (result, error) { return a.getObjective(-1) },

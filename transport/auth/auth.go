@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -143,6 +144,18 @@ func (t *Tenancy) Authenticate(header string) (Principal, error) {
 	return p, nil
 }
 
+// Profile returns the key principal with a profile id.
+func (t *Tenancy) Profile(profileID string) (Principal, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, p := range t.keys {
+		if p.ProfileID == profileID {
+			return p, true
+		}
+	}
+	return Principal{}, false
+}
+
 // Workspace returns a workspace by id.
 func (t *Tenancy) Workspace(wsID string) (Workspace, bool) {
 	t.mu.RLock()
@@ -238,8 +251,8 @@ func (t *Tenancy) load() error {
 	}
 	return t.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
 		var h [sha256.Size]byte
-		if _, err := fmt.Sscanf(string(k[len(keyPrefix):]), "%x", &h); err != nil {
-			return fmt.Errorf("load key %q: %w", k, err)
+		if n, err := hex.Decode(h[:], k[len(keyPrefix):]); err != nil || n != sha256.Size {
+			return fmt.Errorf("load key %q: bad hash (%v)", k, err)
 		}
 		p, err := decodeKey(v)
 		if err != nil {

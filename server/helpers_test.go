@@ -1,0 +1,262 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// adminKey is the PLAUDIT_BOOTSTRAP_KEY of every test server.
+const adminKey = "pl_test_admin_key_0123456789abcdef"
+
+// clock is a settable time source for Config.Now, so rewards (matured,
+// late signals, matures_at) are computed at instants the test chooses.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock {
+	return &clock{t: time.Date(2026, 1, 10, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// startServer starts a Server on loopback ports; an empty DataDir gets a
+// fresh t.TempDir(). The server is closed when the test ends (Close is safe
+// to call again after an explicit Close).
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.NATSListen = "127.0.0.1:0"
+	if cfg.BootstrapKey == "" {
+		cfg.BootstrapKey = adminKey
+	}
+	s, err := Start(cfg)
+	if err != nil {
+		t.Fatalf("Start(%s): %v", cfg.DataDir, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// client talks to one server as one key over a real loopback socket. Every
+// response must carry an X-Request-Id, never reused.
+type client struct {
+	t    *testing.T
+	base string
+	key  string
+	hc   *http.Client
+	seen *sync.Map // request ids already returned
+}
+
+func newClient(t *testing.T, s *Server, key string) *client {
+	return &client{t: t, base: "http://" + s.HTTPAddr(), key: key,
+		hc: &http.Client{Timeout: 30 * time.Second}, seen: &sync.Map{}}
+}
+
+// as returns a client of the same server using another key ("" sends no
+// Authorization header).
+func (c *client) as(key string) *client {
+	cc := *c
+	cc.key = key
+	return &cc
+}
+
+// on returns a client of the same server that reports failures to t.
+func (c *client) on(t *testing.T) *client {
+	cc := *c
+	cc.t = t
+	return &cc
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// json decodes the body as a JSON object.
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("response body is not a JSON object: %v\n%s", err, r.body)
+	}
+	return m
+}
+
+// request sends one request. A non-empty body is sent as application/json
+// unless hdr sets Content-Type.
+func (c *client) request(method, path, body string, hdr map[string]string) response {
+	c.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	rid := resp.Header.Get("X-Request-Id")
+	if rid == "" {
+		c.t.Fatalf("%s %s: %d response has no X-Request-Id", method, path, resp.StatusCode)
+	}
+	if _, dup := c.seen.LoadOrStore(rid, true); dup {
+		c.t.Fatalf("%s %s: X-Request-Id %q was already used by an earlier response", method, path, rid)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// must sends a request and fails the test unless the status is want; it
+// returns the decoded body.
+func (c *client) must(want int, method, path, body string) map[string]any {
+	c.t.Helper()
+	r := c.request(method, path, body, nil)
+	if r.status != want {
+		c.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, want, r.body)
+	}
+	return r.json(c.t)
+}
+
+// putObjective PUTs an objective; SPEC §5 does not fix 200 or 201 for it,
+// so either is success. It returns the decoded body.
+func (c *client) putObjective(agent, body string) map[string]any {
+	c.t.Helper()
+	r := c.request("PUT", "/api/v1/agents/"+agent+"/objective", body, nil)
+	if r.status != 200 && r.status != 201 {
+		c.t.Fatalf("PUT objective of %s: status %d; body %s", agent, r.status, r.body)
+	}
+	return r.json(c.t)
+}
+
+// raw sends a GET and returns the body, failing unless it is 200.
+func (c *client) raw(path string) string {
+	c.t.Helper()
+	r := c.request("GET", path, "", nil)
+	if r.status != 200 {
+		c.t.Fatalf("GET %s: status %d; body %s", path, r.status, r.body)
+	}
+	return string(r.body)
+}
+
+// at walks a decoded JSON value by object keys (string) and array indexes (int).
+func at(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	cur := v
+	for i, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				t.Fatalf("at %v: %v is not an object", path[:i+1], cur)
+			}
+			if cur, ok = m[k]; !ok {
+				t.Fatalf("at %v: no key %q in %v", path[:i+1], k, m)
+			}
+		case int:
+			a, ok := cur.([]any)
+			if !ok || k >= len(a) {
+				t.Fatalf("at %v: %v is not an array with index %d", path[:i+1], cur, k)
+			}
+			cur = a[k]
+		}
+	}
+	return cur
+}
+
+func str(t *testing.T, v any, path ...any) string {
+	t.Helper()
+	s, ok := at(t, v, path...).(string)
+	if !ok {
+		t.Fatalf("at %v: %v is not a string", path, at(t, v, path...))
+	}
+	return s
+}
+
+func num(t *testing.T, v any, path ...any) float64 {
+	t.Helper()
+	f, ok := at(t, v, path...).(float64)
+	if !ok {
+		t.Fatalf("at %v: %v is not a number", path, at(t, v, path...))
+	}
+	return f
+}
+
+func list(t *testing.T, v any, path ...any) []any {
+	t.Helper()
+	a, ok := at(t, v, path...).([]any)
+	if !ok {
+		t.Fatalf("at %v: %v is not an array", path, at(t, v, path...))
+	}
+	return a
+}
+
+// expect compares a field with a wanted value: float64 with a tolerance of
+// 1e-12, nil for JSON null, anything else with ==.
+func expect(t *testing.T, v any, want any, path ...any) {
+	t.Helper()
+	got := at(t, v, path...)
+	if wf, ok := want.(float64); ok {
+		gf, ok := got.(float64)
+		if !ok || math.Abs(gf-wf) > 1e-12 {
+			t.Errorf("at %v: got %v, want %v", path, got, want)
+		}
+		return
+	}
+	if got != want {
+		t.Errorf("at %v: got %#v, want %#v", path, got, want)
+	}
+}
+
+// ts formats a time as the API renders it.
+func ts(tm time.Time) string { return tm.UTC().Format(time.RFC3339Nano) }
+
+// expectTime compares an RFC 3339 field with a time.
+func expectTime(t *testing.T, v any, want time.Time, path ...any) {
+	t.Helper()
+	got, err := time.Parse(time.RFC3339Nano, str(t, v, path...))
+	if err != nil {
+		t.Errorf("at %v: %v", path, err)
+		return
+	}
+	if !got.Equal(want) {
+		t.Errorf("at %v: got %s, want %s", path, ts(got), ts(want))
+	}
+}
