@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+
+	"github.com/plaudit/plaudit/engine/objective"
 )
 
 // Agent is the in-memory state of one agent. It is not safe for concurrent
@@ -29,6 +31,8 @@ type Agent struct {
 	feedback      []Feedback   // append order
 
 	seq uint64 // events applied so far = sequence of the last event
+
+	scratch []objective.Signal // reused by reward reads
 }
 
 // NewAgent returns an empty agent; its first event must be AgentCreated.

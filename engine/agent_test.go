@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -333,5 +334,37 @@ func TestRestoreEqualsLiveState(t *testing.T) {
 	}
 	if !reflect.DeepEqual(restored, h.a) {
 		t.Fatal("restored agent (indexes included) differs from the live agent")
+	}
+}
+
+// BenchmarkReward reads one run's reward under the seed objective, signals
+// gathered from the run and a claimed object included.
+func BenchmarkReward(b *testing.B) {
+	def, err := objective.Parse([]byte(`{"horizon_s":172800,"guards":[{"signal":"run.succeeded","op":"lt","value":1}],
+		"terms":[{"signal":"human.rating","weight":0.5,"scale":[1,5]},{"signal":"external.ticket_closed","weight":0.5,"within_s":86400,"missing":0}]}`), "definition")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprint("signals=", n), func(b *testing.B) {
+			h := newHarness(&testing.T{})
+			r := h.run(CreateRun{})
+			h.must(ClaimObject{RunID: r.ID, Object: "zendesk.ticket/42"})
+			h.must(FinishRun{RunID: r.ID, Succeeded: true})
+			h.must(PutObjective{Definition: def})
+			for i := range n - 1 {
+				if i%10 == 0 {
+					h.signal(RecordSignal{Kind: "external.ticket_closed", Value: 1, Object: "zendesk.ticket/42"})
+				} else {
+					h.signal(RecordSignal{Kind: "human.rating", Value: float64(1 + i%5), RunID: r.ID})
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := h.a.Reward(r.ID, -1, t0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

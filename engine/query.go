@@ -85,17 +85,36 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 	if err != nil {
 		return objective.Reward{}, err
 	}
-	return a.reward(r, ov, now, nil), nil
+	return a.reward(r, ov, now), nil
 }
 
-// reward evaluates r; buf is reused scratch space for the signals.
-func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time, buf []objective.Signal) objective.Reward {
-	buf = buf[:0]
-	for _, j := range a.signalIndexes(r) {
-		s := &a.signals[j]
-		buf = append(buf, objective.Signal{Kind: s.Kind, Value: s.Value, OccurredAt: s.OccurredAt,
-			ReceivedAt: s.ReceivedAt, Seq: s.Seq})
+// reward evaluates r, gathering its signals into the agent's scratch
+// buffer, which is reused so a read allocates nothing per signal. The
+// evaluator orders signals itself, and a run's sources are disjoint (a
+// signal has one subject; a run claims an object once), so the indexes need
+// neither sorting nor deduplication here.
+func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Reward {
+	buf := a.scratch
+	n := len(a.runSignals[r.ID])
+	for _, cl := range r.Claims {
+		n += len(a.objectSignals[cl.Object])
 	}
+	if cap(buf) < n {
+		buf = make([]objective.Signal, 0, n)
+	}
+	buf = buf[:0]
+	add := func(idx []int) {
+		for _, j := range idx {
+			s := &a.signals[j]
+			buf = append(buf, objective.Signal{Kind: s.Kind, Value: s.Value, OccurredAt: s.OccurredAt,
+				ReceivedAt: s.ReceivedAt, Seq: s.Seq})
+		}
+	}
+	add(a.runSignals[r.ID])
+	for _, cl := range r.Claims {
+		add(a.objectSignals[cl.Object])
+	}
+	a.scratch = buf
 	run := objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}
 	return objective.Evaluate(ov.Definition, ov.Version, run, buf, now)
 }
@@ -106,13 +125,10 @@ func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (obj
 	if err != nil {
 		return objective.Summary{}, err
 	}
-	var (
-		rewards []objective.Reward
-		buf     []objective.Signal
-	)
+	var rewards []objective.Reward
 	for _, r := range a.runList {
 		if r.Version == version {
-			rewards = append(rewards, a.reward(r, ov, now, buf))
+			rewards = append(rewards, a.reward(r, ov, now))
 		}
 	}
 	return objective.Summarize(version, ov.Version, rewards, limit), nil

@@ -1,6 +1,7 @@
 // Command plaudit is the Plaudit reward engine.
 //
 //	plaudit serve [flags]   run the server
+//	plaudit bench [flags]   run the benchmark harness, with ratios to raw baselines
 //	plaudit version         print the version
 package main
 
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plaudit/plaudit/bench"
 	"github.com/plaudit/plaudit/server"
 )
 
@@ -29,16 +31,25 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: plaudit serve|version [flags]")
+		return errors.New("usage: plaudit serve|bench|version [flags]")
 	}
 	switch args[0] {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "bench":
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		ops := fs.Int("ops", bench.DefaultOps, "operations per workload and concurrency")
+		dir := fs.String("dir", "", "directory on the disk to measure (default: the system temp dir)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return bench.Run(stdout, bench.Options{Ops: *ops, Dir: *dir})
 	case "version":
 		fmt.Fprintln(stdout, "plaudit", version)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want serve or version)", args[0])
+	return fmt.Errorf("unknown command %q (want serve, bench or version)", args[0])
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
