@@ -15,7 +15,16 @@ import (
 type body struct {
 	v    *fastjson.Value
 	path string
-	err  error
+	err  error // the first failure; nested bodies record it on their root
+	root *body // nil on the body parseBody made
+}
+
+// top is the body that holds the first failure.
+func (b *body) top() *body {
+	if b.root != nil {
+		return b.root
+	}
+	return b
 }
 
 var parsers fastjson.ParserPool
@@ -42,13 +51,16 @@ func parseBody(raw []byte, fn func(b *body) error) error {
 }
 
 func (b *body) fail(key, format string, args ...any) {
-	if b.err == nil {
-		b.err = field.Errorf(field.Join(b.path, key), format, args...)
+	if t := b.top(); t.err == nil {
+		t.err = field.Errorf(field.Join(b.path, key), format, args...)
 	}
 }
 
+// failed reports whether any field of the whole body has failed.
+func (b *body) failed() bool { return b.top().err != nil }
+
 func (b *body) get(key string) *fastjson.Value {
-	if b.err != nil {
+	if b.failed() {
 		return nil
 	}
 	v := b.v.Get(key)
@@ -80,7 +92,7 @@ func (b *body) object(key string) *body {
 		b.fail(key, "must be an object")
 		return nil
 	}
-	return &body{v: v, path: field.Join(b.path, key)}
+	return &body{v: v, path: field.Join(b.path, key), root: b.top()}
 }
 
 func (b *body) str(key string, required bool) string {
@@ -141,7 +153,7 @@ func (b *body) boolean(key string, required bool) (bool, bool) {
 // time reads an RFC 3339 timestamp; absent is the zero time.
 func (b *body) time(key string) time.Time {
 	s := b.str(key, false)
-	if s == "" || b.err != nil {
+	if s == "" || b.failed() {
 		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
@@ -173,4 +185,21 @@ func (b *body) labels(key string) map[string]string {
 		m[string(k)] = string(s)
 	})
 	return m
+}
+
+// strict fails on the first member of the object that is not in allowed:
+// the seed-004 door rejects unknown fields.
+func (b *body) strict(allowed ...string) {
+	if b.failed() {
+		return
+	}
+	o, _ := b.v.Object()
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		for _, a := range allowed {
+			if string(k) == a {
+				return
+			}
+		}
+		b.fail(string(k), "unknown field")
+	})
 }

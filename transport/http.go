@@ -91,9 +91,11 @@ type quietLogger struct{ l *slog.Logger }
 
 func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(format, args...)) }
 
-// call is one request on its way through the door.
+// call is one request on its way through a door.
 type call struct {
-	ctx   *fasthttp.RequestCtx
+	ctx   *fasthttp.RequestCtx // nil on the NATS door
+	path  string
+	arg   func(name string) string // query parameters
 	reqID string
 	p     auth.Principal
 	ws    string // the workspace the request acts in
@@ -116,9 +118,10 @@ func (h *HTTP) requestID() string {
 
 // Handle serves one request.
 func (h *HTTP) Handle(ctx *fasthttp.RequestCtx) {
-	c := &call{ctx: ctx, reqID: h.requestID()}
-	ctx.Response.Header.Set("X-Request-Id", c.reqID)
 	path := string(ctx.Path())
+	c := &call{ctx: ctx, path: path, reqID: h.requestID(),
+		arg: func(name string) string { return string(ctx.QueryArgs().Peek(name)) }}
+	ctx.Response.Header.Set("X-Request-Id", c.reqID)
 	c.rpc = strings.HasPrefix(path, "/v1/workspaces")
 	if path == "/healthz" {
 		if h.ready.Load() {

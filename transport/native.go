@@ -318,8 +318,8 @@ func (a agentCall) versionRewards(version string) (result, error) {
 		return result{}, err
 	}
 	limit := 20
-	if s := a.ctx.QueryArgs().Peek("limit"); len(s) > 0 {
-		n, err := strconv.Atoi(string(s))
+	if s := a.arg("limit"); len(s) > 0 {
+		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
 			return result{}, invalid("limit", "must be an integer from 1 to 1000")
 		}
@@ -336,11 +336,11 @@ func (a agentCall) versionRewards(version string) (result, error) {
 
 // objectiveVersionArg reads ?objective_version=; absent means current (-1).
 func (a agentCall) objectiveVersionArg() (int, error) {
-	s := a.ctx.QueryArgs().Peek("objective_version")
+	s := a.arg("objective_version")
 	if len(s) == 0 {
 		return -1, nil
 	}
-	return parseVersion("objective_version", string(s))
+	return parseVersion("objective_version", s)
 }
 
 func parseVersion(path, s string) (int, error) {

@@ -17,7 +17,7 @@ func (h *HTTP) route(c *call, method string, seg []string) (result, error) {
 	case len(seg) >= 2 && seg[0] == "v1" && seg[1] == "workspaces":
 		return h.routeWorkspaces(c, method, seg[2:])
 	}
-	return result{}, fmt.Errorf("%s %s: %w", method, c.ctx.Path(), ErrRouteNotFound)
+	return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
 }
 
 // endpoint binds methods to handlers for one path shape.
@@ -42,13 +42,18 @@ func (h *HTTP) routeWorkspaces(c *call, method string, seg []string) (result, er
 			return result{}, err
 		}
 		return endpoint{fasthttp.MethodPost: func() (result, error) { return h.createKey(c) }}.serve(method)
+	case len(seg) >= 2:
+		if err := h.enterWorkspace(c, seg[0]); err != nil {
+			return result{}, err
+		}
+		return h.routeSeed004(c, method, seg[1:])
 	}
-	return result{}, fmt.Errorf("%s %s: %w", method, c.ctx.Path(), ErrRouteNotFound)
+	return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
 }
 
 func (h *HTTP) routeNative(c *call, method string, seg []string) (result, error) {
 	if len(seg) == 0 || seg[0] != "agents" {
-		return result{}, fmt.Errorf("%s %s: %w", method, c.ctx.Path(), ErrRouteNotFound)
+		return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
 	}
 	if len(seg) == 1 {
 		return endpoint{
@@ -92,7 +97,7 @@ func (h *HTTP) routeNative(c *call, method string, seg []string) (result, error)
 	case len(rest) >= 2 && rest[0] == "runs":
 		return h.routeRun(a, method, rest[1], rest[2:])
 	}
-	return result{}, fmt.Errorf("%s %s: %w", method, c.ctx.Path(), ErrRouteNotFound)
+	return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
 }
 
 func (h *HTTP) routeRun(a agentCall, method, runRef string, rest []string) (result, error) {
@@ -115,7 +120,7 @@ func (h *HTTP) routeRun(a agentCall, method, runRef string, rest []string) (resu
 	case len(rest) == 1 && rest[0] == "reward":
 		e = endpoint{fasthttp.MethodGet: func() (result, error) { return a.reward(runID) }}
 	default:
-		return result{}, fmt.Errorf("%s %s: %w", method, a.ctx.Path(), ErrRouteNotFound)
+		return result{}, fmt.Errorf("%s %s: %w", method, a.path, ErrRouteNotFound)
 	}
 	return e.serve(method)
 }
