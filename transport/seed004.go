@@ -435,4 +435,3 @@ func appendBare(b []byte, id, name string) []byte {
 	}
 	return append(b, '}')
 }
-
