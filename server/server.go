@@ -36,8 +36,9 @@ type Config struct {
 	IdleTimeout      time.Duration
 	MailboxLimit     int
 
-	Logger *slog.Logger
-	Now    func() time.Time
+	Logger  *slog.Logger
+	Now     func() time.Time
+	Version string // reported by the NATS service's $SRV.INFO
 }
 
 // Server is a running Plaudit.
@@ -49,6 +50,7 @@ type Server struct {
 	nats     *natsserver.Server // nil when connected to an external NATS
 	nc       *nats.Conn
 	http     *transport.HTTP
+	natsDoor *transport.NATS
 	httpLn   net.Listener
 	httpDone chan error
 
@@ -65,6 +67,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
 	}
 	s := &Server{cfg: cfg, httpDone: make(chan error, 1)}
 	if err := s.start(); err != nil {
@@ -92,6 +97,9 @@ func (s *Server) start() (err error) {
 		return err
 	}
 	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.registry, s.tenancy)
+	if s.natsDoor, err = transport.StartNATS(s.nc, s.http, cfg.Version, transport.NATSConfig{}); err != nil {
+		return err
+	}
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
@@ -171,6 +179,10 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeAll() error {
+	if s.natsDoor != nil {
+		_ = s.natsDoor.Stop()
+		s.natsDoor = nil
+	}
 	if s.registry != nil {
 		s.registry.Close()
 		s.registry = nil

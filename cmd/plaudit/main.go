@@ -76,6 +76,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = logger
 	cfg.BootstrapKey = os.Getenv("PLAUDIT_BOOTSTRAP_KEY")
+	cfg.Version = version
 
 	srv, err := server.Start(cfg)
 	if err != nil {

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+)
+
+// natsClient sends requests to the NATS door with a key.
+type natsClient struct {
+	t   *testing.T
+	nc  *nats.Conn
+	key string
+}
+
+func newNATSClient(t *testing.T, s *Server, key string) *natsClient {
+	nc, err := nats.Connect(s.NATSURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return &natsClient{t: t, nc: nc, key: key}
+}
+
+// do sends body to subject and returns the reply's error code ("" on
+// success) and body.
+func (c *natsClient) do(subject, body string) (string, map[string]any) {
+	c.t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = []byte(body)
+	if c.key != "" {
+		msg.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	rep, err := c.nc.RequestMsg(msg, 10*time.Second)
+	if err != nil {
+		c.t.Fatalf("%s: %v", subject, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(rep.Data, &m); err != nil {
+		c.t.Fatalf("%s: reply is not JSON: %q", subject, rep.Data)
+	}
+	code := rep.Header.Get(micro.ErrorCodeHeader)
+	if code != "" && rep.Header.Get(micro.ErrorHeader) == "" {
+		c.t.Fatalf("%s: error code %s without a %s header", subject, code, micro.ErrorHeader)
+	}
+	return code, m
+}
+
+func (c *natsClient) must(subject, body string) map[string]any {
+	c.t.Helper()
+	code, m := c.do(subject, body)
+	if code != "" {
+		c.t.Fatalf("%s: error %s: %v", subject, code, m)
+	}
+	return m
+}
+
+func TestNATSDoorSelectSignalFeedbackReward(t *testing.T) {
+	s := startServer(t, Config{})
+	api := newClient(t, s, adminKey)
+	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "nats"}`)["id"].(string)
+	good := api.must(201, "POST", "/api/v1/agents/"+agent+"/variations", `{"name": "good"}`)["id"].(string)
+	api.must(201, "POST", "/api/v1/agents/"+agent+"/variations", `{"name": "bad"}`)
+	nc := newNATSClient(t, s, adminKey)
+	subj := func(op string) string { return "plaudit.v1.default." + agent + "." + op }
+
+	run := nc.must(subj("select"), `{"variation_id": "`+good+`", "version": "3", "external_id": "ticket-1"}`)
+	runID := run["id"].(string)
+	if run["variation_id"] != good || run["version"] != "3" {
+		t.Fatalf("select reply = %v", run)
+	}
+	sig := nc.must(subj("signal"), `{"kind": "human.rating", "value": 0.8, "run_id": "`+runID+`", "dedup_key": "msg-19"}`)
+	if sig["duplicate"] != false {
+		t.Fatalf("signal reply = %v", sig)
+	}
+	if again := nc.must(subj("signal"), `{"kind": "human.rating", "value": 0.8, "run_id": "`+runID+`", "dedup_key": "msg-19"}`); again["id"] != sig["id"] || again["duplicate"] != true {
+		t.Fatalf("repeated dedup key = %v", again)
+	}
+	fb := nc.must(subj("feedback"), `{"objectiveId": "external_id:ticket-1", "metadata": {}, "data": {"score": 1.0, "comment": "Short and on point."}}`)
+	if at(t, fb, "data", "score") != 1.0 {
+		t.Fatalf("feedback reply = %v", fb)
+	}
+	fin := nc.must(subj("finish"), `{"run_id": "`+runID+`", "succeeded": true}`)
+	if fin["status"] != "succeeded" {
+		t.Fatalf("finish reply = %v", fin)
+	}
+	// Default objective: human.rating 0.8 is the only term with a value.
+	rw := nc.must(subj("reward"), `{"run_id": "`+runID+`", "objective_version": 0}`)
+	if rw["status"] != "scored" || rw["value"] != 0.8 {
+		t.Fatalf("reward reply = %v", rw)
+	}
+	v := nc.must(subj("variation"), `{"variation_id": "`+good+`"}`)
+	if at(t, v, "info", "alpha") != 2.0 || at(t, v, "info", "feedback_count") != 1.0 {
+		t.Fatalf("variation reply = %v", v)
+	}
+	// What NATS wrote, HTTP reads.
+	signals := api.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+runID+"/signals", "")
+	if n := len(signals["items"].([]any)); n != 3 { // human.rating, feedback, run.succeeded
+		t.Fatalf("run has %d signals over HTTP, want 3", n)
+	}
+}
+
+func TestNATSDoorErrors(t *testing.T) {
+	s := startServer(t, Config{})
+	api := newClient(t, s, adminKey)
+	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "nats"}`)["id"].(string)
+	run := api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`)["id"].(string)
+	ws := api.must(201, "POST", "/v1/workspaces", `{"name": "other"}`)["id"].(string)
+	otherKey := api.must(201, "POST", "/v1/workspaces/"+ws+"/api-keys", `{"name": "k"}`)["key"].(string)
+	nc := newNATSClient(t, s, adminKey)
+	subj := func(op string) string { return "plaudit.v1.default." + agent + "." + op }
+	cases := []struct {
+		name, key, subject, body string
+		code                     int
+		errCode                  string
+	}{
+		{"no key", "", subj("signal"), `{}`, 401, "unauthenticated"},
+		{"unknown key", "nope", subj("signal"), `{}`, 401, "unauthenticated"},
+		{"foreign workspace", otherKey, subj("signal"), `{}`, 403, "forbidden"},
+		{"unknown agent", adminKey, "plaudit.v1.default.agt_nope.signal", `{}`, 404, "not_found"},
+		{"not JSON", adminKey, subj("signal"), `{"kind":`, 400, "invalid_request"},
+		{"bad kind", adminKey, subj("signal"), `{"kind": "a b", "value": 1, "run_id": "` + run + `"}`, 400, "invalid_request"},
+		{"unknown run", adminKey, subj("finish"), `{"run_id": "run_nope", "succeeded": true}`, 404, "not_found"},
+		{"finish without run", adminKey, subj("finish"), `{"succeeded": true}`, 400, "invalid_request"},
+		{"feedback strict", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "data": {}}`, 400, "invalid_request"},
+		{"unknown variation", adminKey, subj("variation"), `{"variation_id": "var_nope"}`, 404, "not_found"},
+		{"pin unknown variation", adminKey, subj("select"), `{"variation_id": "var_nope"}`, 404, "not_found"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl := &natsClient{t: t, nc: nc.nc, key: c.key}
+			code, body := cl.do(c.subject, c.body)
+			if code != strconv.Itoa(c.code) || at(t, body, "error", "code") != c.errCode {
+				t.Fatalf("reply %s %v, want %d %s", code, body, c.code, c.errCode)
+			}
+		})
+	}
+	// Nothing above wrote anything.
+	if n := len(api.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", "")["items"].([]any)); n != 0 {
+		t.Fatalf("failed requests left %d signals", n)
+	}
+}
+
+func TestNATSServiceIsDiscoverable(t *testing.T) {
+	s := startServer(t, Config{})
+	nc := newNATSClient(t, s, "")
+	for _, subject := range []string{"$SRV.PING.plaudit", "$SRV.INFO.plaudit", "$SRV.STATS.plaudit"} {
+		rep, err := nc.nc.Request(subject, nil, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", subject, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(rep.Data, &m); err != nil || m["name"] != "plaudit" {
+			t.Fatalf("%s: %s", subject, rep.Data)
+		}
+	}
+	rep, _ := nc.nc.Request("$SRV.INFO.plaudit", nil, 5*time.Second)
+	var info micro.Info
+	if err := json.Unmarshal(rep.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	subjects := map[string]bool{}
+	for _, e := range info.Endpoints {
+		subjects[e.Subject] = true
+	}
+	for _, op := range []string{"select", "finish", "signal", "feedback", "reward", "variation"} {
+		if !subjects[fmt.Sprintf("plaudit.v1.*.*.%s", op)] {
+			t.Errorf("endpoint %s missing from $SRV.INFO: %v", op, subjects)
+		}
+	}
+}
