@@ -24,6 +24,7 @@ type gatedStore struct {
 	mu      sync.Mutex
 	gate    chan struct{} // nil: appends pass
 	entered chan struct{} // signalled when an append reaches a closed gate
+	failing bool          // appends that pass the gate fail, as if the disk died
 }
 
 func (g *gatedStore) Append(b persist.Batch) error {
@@ -35,6 +36,12 @@ func (g *gatedStore) Append(b persist.Batch) error {
 		g.entered <- struct{}{}
 		<-gate
 	}
+	g.mu.Lock()
+	failing := g.failing
+	g.mu.Unlock()
+	if failing {
+		return errors.New("disk gone")
+	}
 	return g.Store.Append(b)
 }
 
@@ -42,6 +49,14 @@ func (g *gatedStore) hold() {
 	g.mu.Lock()
 	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 1024)
 	g.mu.Unlock()
+}
+
+// crash makes held and later appends fail and releases the gate.
+func (g *gatedStore) crash() {
+	g.mu.Lock()
+	g.failing = true
+	g.mu.Unlock()
+	g.release()
 }
 
 func (g *gatedStore) release() {
@@ -350,4 +365,81 @@ func crashRound(t *testing.T, seed uint64) {
 func signalsEqual(a, b engine.Signal) bool {
 	return a.ID == b.ID && a.Kind == b.Kind && a.Value == b.Value && a.RunID == b.RunID &&
 		a.DedupKey == b.DedupKey && a.OccurredAt.Equal(b.OccurredAt) && a.ReceivedAt.Equal(b.ReceivedAt) && a.Seq == b.Seq
+}
+
+func TestSelectAnswersBeforeItsAppendAndStaysFindable(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, _ := createAgentWithRun(t, r)
+
+	g.hold()
+	res, err := r.Execute(info.ID, engine.CreateRun{ExternalID: "ticket-7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := res.(engine.CreatedRun).Run
+	<-g.entered // its append is held: the answer came before durability
+	for _, ref := range []string{run.ID, "external_id:ticket-7"} {
+		if id, owner, err := r.Run("default", ref); err != nil || id != run.ID || owner.ID != info.ID {
+			t.Fatalf("Run(%s) while the append is held = %s, %s, %v", ref, id, owner.ID, err)
+		}
+	}
+	// A write that refers to the run is answered only once the run is durable.
+	done := make(chan error, 1)
+	go func() { _, err := signal(r, info.ID, run.ID, 1); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("signal answered (%v) while the run's append was held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Store.Get(runKey(run.ID)); err != nil {
+		t.Fatalf("run index not in the store after the append: %v", err)
+	}
+}
+
+// TestLostSelectIsNotFoundLater: when the append carrying a fast-answered
+// run fails, the run is gone for good, and a later signal or lookup for it
+// is an explicit 404, never silently dropped.
+func TestLostSelectIsNotFoundLater(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, _ := createAgentWithRun(t, r)
+	g.hold()
+	res, err := r.Execute(info.ID, engine.CreateRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := res.(engine.CreatedRun).Run
+	<-g.entered
+	g.crash()
+	waitFor(t, func() bool { _, _, err := r.Run("default", run.ID); return errors.Is(err, engine.ErrNotFound) })
+	g.mu.Lock()
+	g.failing = false
+	g.mu.Unlock()
+	if _, err := signal(r, info.ID, run.ID, 1); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("signal for a lost run: err = %v, want not found", err)
+	}
+}
+
+func TestDurableSelectWaitsForItsAppend(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, func(c *Config) { c.DurableSelect = true })
+	info, _ := createAgentWithRun(t, r)
+	g.hold()
+	done := make(chan error, 1)
+	go func() { _, err := r.Execute(info.ID, engine.CreateRun{}); done <- err }()
+	<-g.entered
+	select {
+	case err := <-done:
+		t.Fatalf("durable select answered (%v) before its append", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	g.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -39,6 +39,12 @@ type (
 func (*execute) isRequest() {}
 func (*query) isRequest()   {}
 
+// publishedKV is a directory key published in memory ahead of its append.
+type publishedKV struct {
+	seq uint64
+	key string
+}
+
 // waiter is a reply held until the log is durable up to seq.
 type waiter struct {
 	seq    uint64
@@ -72,6 +78,8 @@ type agentActor struct {
 	snapDue     time.Time // when the unsnapshotted events must be snapshotted
 	snapping    bool
 	snapWaiting *engine.State // a view taken ahead of durability, saved when durable reaches it
+
+	published []publishedKV // directory entries in Registry.pendingIdx, by the seq that writes them
 
 	// io counts the append and snapshot goroutines; lastAppend is written by
 	// the append goroutine before io.Done, for drain to read after io.Wait.
@@ -150,10 +158,48 @@ func (x *agentActor) execute(ctx actor.Context, m *execute) {
 		return
 	}
 	res, events, err := x.agent.Execute(m.cmd, x.reg.cfg.Now(), x.rnd)
-	if err == nil && len(events) > 0 {
-		x.enqueue(events)
+	if err != nil || len(events) == 0 {
+		x.hold(ctx, &reply{result: res, err: err})
+		return
 	}
-	x.hold(ctx, &reply{result: res, err: err})
+	kvs := x.enqueue(events)
+	if _, selecting := m.cmd.(engine.CreateRun); selecting && !x.reg.cfg.DurableSelect {
+		x.answerSelect(ctx, &reply{result: res}, kvs)
+		return
+	}
+	x.hold(ctx, &reply{result: res})
+}
+
+// answerSelect answers a run creation before its event is synced: the
+// selection fast path. Every other reply still waits for durability, and a
+// run's events precede in the log any later event that references it, so a
+// crash can lose such a run only while nothing acknowledged refers to it.
+// Until the append lands, the run's directory entries are published in
+// memory so other doors can already find it.
+func (x *agentActor) answerSelect(ctx actor.Context, rep *reply, kvs []persist.KV) {
+	seq := x.agent.LastSeq()
+	for _, kv := range kvs {
+		x.reg.pendingIdx.Store(string(kv.Key), kv.Value)
+		x.published = append(x.published, publishedKV{seq: seq, key: string(kv.Key)})
+	}
+	x.respond(ctx, rep)
+	if !x.appending {
+		x.startAppend(ctx)
+	}
+}
+
+// unpublish drops in-memory directory entries once the log holds them (or,
+// after a failed append, because the run is gone).
+func (x *agentActor) unpublish(upTo uint64) {
+	keep := x.published[:0]
+	for _, p := range x.published {
+		if p.seq <= upTo {
+			x.reg.pendingIdx.Delete(p.key)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	x.published = keep
 }
 
 func (x *agentActor) query(ctx actor.Context, m *query) {
@@ -169,12 +215,13 @@ func (x *agentActor) query(ctx actor.Context, m *query) {
 	x.hold(ctx, &reply{result: res, err: err})
 }
 
-// enqueue encodes applied events for the log and starts an append if none is
-// in flight.
-func (x *agentActor) enqueue(events []engine.Event) {
+// enqueue encodes applied events for the log and returns the directory
+// entries they create.
+func (x *agentActor) enqueue(events []engine.Event) []persist.KV {
 	if len(x.pending) == 0 {
 		x.firstSeq = x.agent.LastSeq() - uint64(len(events)) + 1
 	}
+	n := len(x.pendingKV)
 	for _, ev := range events {
 		b := engine.AppendEvent(nil, ev)
 		x.pending = append(x.pending, b)
@@ -183,6 +230,7 @@ func (x *agentActor) enqueue(events []engine.Event) {
 	if x.snapDue.IsZero() {
 		x.snapDue = x.reg.cfg.Now().Add(x.reg.cfg.SnapshotInterval)
 	}
+	return x.pendingKV[n:len(x.pendingKV):len(x.pendingKV)]
 }
 
 // hold answers now if everything applied is durable, else queues the reply.
@@ -226,6 +274,7 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 		return
 	}
 	x.durable = m.last
+	x.unpublish(x.durable)
 	keep := x.waiters[:0]
 	for _, w := range x.waiters {
 		if w.seq <= x.durable {
@@ -253,6 +302,7 @@ func (x *agentActor) fail(ctx actor.Context, err error) {
 		x.entry.inflight.Add(-1)
 	}
 	x.waiters = nil
+	x.unpublish(^uint64(0))
 	x.reg.forget(x.agentID, x.entry)
 	ctx.Stop(ctx.Self())
 }
@@ -360,4 +410,5 @@ func (x *agentActor) drain(ctx actor.Context) {
 		x.entry.inflight.Add(-1)
 	}
 	x.waiters = nil
+	x.unpublish(^uint64(0))
 }

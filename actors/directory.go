@@ -47,7 +47,7 @@ func indexFor(ws string, ev engine.Event, encoded []byte) []persist.KV {
 func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
 	agentID := ref
 	if ext, ok := strings.CutPrefix(ref, "external_id:"); ok {
-		v, err := r.store.Get(agentExtKey(ws, ext))
+		v, err := r.dirGet(agentExtKey(ws, ext))
 		if err != nil {
 			return engine.AgentInfo{}, notFound("agent", ref, err)
 		}
@@ -56,7 +56,7 @@ func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
 	if strings.ContainsRune(agentID, '/') {
 		return engine.AgentInfo{}, fmt.Errorf("agent %s: %w", ref, engine.ErrNotFound)
 	}
-	v, err := r.store.Get(agentKey(ws, agentID))
+	v, err := r.dirGet(agentKey(ws, agentID))
 	if err != nil {
 		return engine.AgentInfo{}, notFound("agent", ref, err)
 	}
@@ -81,13 +81,13 @@ func (r *Registry) Agents(ws string) ([]engine.AgentInfo, error) {
 func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
 	runID := ref
 	if ext, ok := strings.CutPrefix(ref, "external_id:"); ok {
-		v, err := r.store.Get(runExtKey(ws, ext))
+		v, err := r.dirGet(runExtKey(ws, ext))
 		if err != nil {
 			return "", engine.AgentInfo{}, notFound("run", ref, err)
 		}
 		runID = string(v)
 	}
-	v, err := r.store.Get(runKey(runID))
+	v, err := r.dirGet(runKey(runID))
 	if err != nil {
 		return "", engine.AgentInfo{}, notFound("run", ref, err)
 	}
@@ -105,7 +105,7 @@ func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun) (engi
 	if cmd.ExternalID != "" {
 		r.createMu.Lock()
 		defer r.createMu.Unlock()
-		if _, err := r.store.Get(runExtKey(agent.Workspace, cmd.ExternalID)); err == nil {
+		if _, err := r.dirGet(runExtKey(agent.Workspace, cmd.ExternalID)); err == nil {
 			return engine.CreatedRun{}, fmt.Errorf("run external_id %q already used: %w", cmd.ExternalID, engine.ErrConflict)
 		} else if !errors.Is(err, persist.ErrNotFound) {
 			return engine.CreatedRun{}, err
@@ -135,4 +135,13 @@ func notFound(what, ref string, err error) error {
 		return fmt.Errorf("%s %s: %w", what, ref, engine.ErrNotFound)
 	}
 	return fmt.Errorf("%s %s: %w", what, ref, err)
+}
+
+// dirGet reads a directory key, including entries published ahead of their
+// append by the selection fast path.
+func (r *Registry) dirGet(key []byte) ([]byte, error) {
+	if v, ok := r.pendingIdx.Load(string(key)); ok {
+		return v.([]byte), nil
+	}
+	return r.store.Get(key)
 }

@@ -48,6 +48,10 @@ type Config struct {
 	// Seed makes actors' randomness reproducible; zero seeds from crypto/rand.
 	Seed   uint64
 	Logger *slog.Logger
+	// DurableSelect makes run creation wait for its fsync like every other
+	// write. Off, a new run is answered as soon as it is decided (see
+	// agentActor.answerSelect for what a crash can then lose).
+	DurableSelect bool
 }
 
 func (c *Config) defaults() {
@@ -85,6 +89,10 @@ type Registry struct {
 	closed atomic.Bool
 
 	createMu sync.Mutex // makes an agent's external id check-and-set atomic
+
+	// pendingIdx holds directory entries of runs answered before their
+	// append landed (string key → value), so lookups find them meanwhile.
+	pendingIdx sync.Map
 
 	randMu  sync.Mutex
 	seedSeq uint64

@@ -35,6 +35,7 @@ type Config struct {
 	SnapshotInterval time.Duration
 	IdleTimeout      time.Duration
 	MailboxLimit     int
+	DurableSelect    bool // run creation waits for its fsync too
 
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -92,7 +93,7 @@ func (s *Server) start() (err error) {
 	}
 	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
-		Now: cfg.Now, Logger: cfg.Logger})
+		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect})
 	if err = s.startNATS(); err != nil {
 		return err
 	}
