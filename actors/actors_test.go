@@ -92,11 +92,11 @@ func newRegistry(t *testing.T, store persist.Store, tune func(*Config)) *Registr
 
 func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run) {
 	t.Helper()
-	info, err := r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"})
+	info, err := r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Execute(info.ID, engine.CreateRun{})
+	res, err := r.Execute(info.ID, engine.CreateRun{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run
 
 func signal(r *Registry, agentID, runID string, i int) (engine.SignalResult, error) {
 	res, err := r.Execute(agentID, engine.RecordSignal{Kind: "k", Value: float64(i), RunID: runID,
-		DedupKey: fmt.Sprint("d-", i)})
+		DedupKey: fmt.Sprint("d-", i)}, nil)
 	if err != nil {
 		return engine.SignalResult{}, err
 	}
@@ -373,7 +373,7 @@ func TestSelectAnswersBeforeItsAppendAndStaysFindable(t *testing.T) {
 	info, _ := createAgentWithRun(t, r)
 
 	g.hold()
-	res, err := r.Execute(info.ID, engine.CreateRun{ExternalID: "ticket-7"})
+	res, err := r.Execute(info.ID, engine.CreateRun{ExternalID: "ticket-7"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,7 @@ func TestLostSelectIsNotFoundLater(t *testing.T) {
 	r := newRegistry(t, g, nil)
 	info, _ := createAgentWithRun(t, r)
 	g.hold()
-	res, err := r.Execute(info.ID, engine.CreateRun{})
+	res, err := r.Execute(info.ID, engine.CreateRun{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestDurableSelectWaitsForItsAppend(t *testing.T) {
 	info, _ := createAgentWithRun(t, r)
 	g.hold()
 	done := make(chan error, 1)
-	go func() { _, err := r.Execute(info.ID, engine.CreateRun{}); done <- err }()
+	go func() { _, err := r.Execute(info.ID, engine.CreateRun{}, nil); done <- err }()
 	<-g.entered
 	select {
 	case err := <-done:

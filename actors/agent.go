@@ -15,8 +15,11 @@ import (
 // Messages an agent actor receives.
 type (
 	request interface{ isRequest() }
-	execute struct{ cmd engine.Command }
-	query   struct {
+	execute struct {
+		cmd  engine.Command
+		idem *Idempotent
+	}
+	query struct {
 		fn func(a *engine.Agent, now time.Time) (any, error)
 	}
 	// reply answers a request.
@@ -26,7 +29,8 @@ type (
 	}
 	// committed reports the end of one log append.
 	committed struct {
-		last uint64
+		last uint64 // the batch's last event sequence
+		gen  uint64 // the batch's last write generation
 		err  error
 	}
 	// snapshotted reports the end of one snapshot save.
@@ -39,15 +43,24 @@ type (
 func (*execute) isRequest() {}
 func (*query) isRequest()   {}
 
+// Idempotent asks the actor to store the request's idempotency record in
+// the same batch as the request's own events, so a retry after any crash
+// either finds the record or finds nothing written. Render makes the record
+// from the command's outcome; it runs inside the actor.
+type Idempotent struct {
+	Key    []byte
+	Render func(result any, err error) []byte
+}
+
 // publishedKV is a directory key published in memory ahead of its append.
 type publishedKV struct {
-	seq uint64
+	gen uint64
 	key string
 }
 
-// waiter is a reply held until the log is durable up to seq.
+// waiter is a reply held until every write up to generation gen is durable.
 type waiter struct {
-	seq    uint64
+	gen    uint64
 	sender *actor.PID
 	reply  *reply
 }
@@ -66,13 +79,15 @@ type agentActor struct {
 	agent      *engine.Agent
 	recoverErr error // set when recovery failed; every request gets it
 
-	durable   uint64   // last event known synced
-	pending   [][]byte // encoded events applied but not yet handed to the log
-	pendingKV []persist.KV
-	firstSeq  uint64 // sequence of pending[0]
-	appending bool   // an append is in flight
-	waiters   []waiter
-	broken    bool // an append failed: the in-memory state may be ahead of disk
+	durable    uint64   // last event known synced
+	gen        uint64   // write generations queued: one per enqueue of events or directory entries
+	durableGen uint64   // last generation known synced
+	pending    [][]byte // encoded events applied but not yet handed to the log
+	pendingKV  []persist.KV
+	firstSeq   uint64 // sequence of pending[0]
+	appending  bool   // an append is in flight
+	waiters    []waiter
+	broken     bool // an append failed: the in-memory state may be ahead of disk
 
 	snapSeq     uint64    // last event covered by a saved snapshot
 	snapDue     time.Time // when the unsnapshotted events must be snapshotted
@@ -158,16 +173,19 @@ func (x *agentActor) execute(ctx actor.Context, m *execute) {
 		return
 	}
 	res, events, err := x.agent.Execute(m.cmd, x.reg.cfg.Now(), x.rnd)
-	if err != nil || len(events) == 0 {
-		x.hold(ctx, &reply{result: res, err: err})
-		return
+	var kvs []persist.KV
+	if len(events) > 0 {
+		kvs = x.enqueue(events, nil)
 	}
-	kvs := x.enqueue(events)
-	if _, selecting := m.cmd.(engine.CreateRun); selecting && !x.reg.cfg.DurableSelect {
+	if m.idem != nil {
+		rec := persist.KV{Key: m.idem.Key, Value: m.idem.Render(res, err)}
+		kvs = append(kvs, x.enqueue(nil, []persist.KV{rec})...)
+	}
+	if _, selecting := m.cmd.(engine.CreateRun); selecting && err == nil && !x.reg.cfg.DurableSelect {
 		x.answerSelect(ctx, &reply{result: res}, kvs)
 		return
 	}
-	x.hold(ctx, &reply{result: res})
+	x.hold(ctx, &reply{result: res, err: err})
 }
 
 // answerSelect answers a run creation before its event is synced: the
@@ -177,10 +195,9 @@ func (x *agentActor) execute(ctx actor.Context, m *execute) {
 // Until the append lands, the run's directory entries are published in
 // memory so other doors can already find it.
 func (x *agentActor) answerSelect(ctx actor.Context, rep *reply, kvs []persist.KV) {
-	seq := x.agent.LastSeq()
 	for _, kv := range kvs {
 		x.reg.pendingIdx.Store(string(kv.Key), kv.Value)
-		x.published = append(x.published, publishedKV{seq: seq, key: string(kv.Key)})
+		x.published = append(x.published, publishedKV{gen: x.gen, key: string(kv.Key)})
 	}
 	x.respond(ctx, rep)
 	if !x.appending {
@@ -190,10 +207,10 @@ func (x *agentActor) answerSelect(ctx actor.Context, rep *reply, kvs []persist.K
 
 // unpublish drops in-memory directory entries once the log holds them (or,
 // after a failed append, because the run is gone).
-func (x *agentActor) unpublish(upTo uint64) {
+func (x *agentActor) unpublish(upToGen uint64) {
 	keep := x.published[:0]
 	for _, p := range x.published {
-		if p.seq <= upTo {
+		if p.gen <= upToGen {
 			x.reg.pendingIdx.Delete(p.key)
 		} else {
 			keep = append(keep, p)
@@ -215,10 +232,10 @@ func (x *agentActor) query(ctx actor.Context, m *query) {
 	x.hold(ctx, &reply{result: res, err: err})
 }
 
-// enqueue encodes applied events for the log and returns the directory
-// entries they create.
-func (x *agentActor) enqueue(events []engine.Event) []persist.KV {
-	if len(x.pending) == 0 {
+// enqueue queues applied events and directory entries for the log as one
+// write generation, and returns the directory entries (given and derived).
+func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.KV {
+	if len(x.pending) == 0 && len(events) > 0 {
 		x.firstSeq = x.agent.LastSeq() - uint64(len(events)) + 1
 	}
 	n := len(x.pendingKV)
@@ -227,20 +244,22 @@ func (x *agentActor) enqueue(events []engine.Event) []persist.KV {
 		x.pending = append(x.pending, b)
 		x.pendingKV = append(x.pendingKV, indexFor(x.agent.Info().Workspace, ev, b)...)
 	}
-	if x.snapDue.IsZero() {
+	x.pendingKV = append(x.pendingKV, kvs...)
+	x.gen++
+	if len(events) > 0 && x.snapDue.IsZero() {
 		x.snapDue = x.reg.cfg.Now().Add(x.reg.cfg.SnapshotInterval)
 	}
 	return x.pendingKV[n:len(x.pendingKV):len(x.pendingKV)]
 }
 
-// hold answers now if everything applied is durable, else queues the reply.
+// hold answers now if every write queued so far is durable, else queues
+// the reply until it is.
 func (x *agentActor) hold(ctx actor.Context, rep *reply) {
-	last := x.agent.LastSeq()
-	if last <= x.durable {
+	if x.gen <= x.durableGen {
 		x.respond(ctx, rep)
 		return
 	}
-	x.waiters = append(x.waiters, waiter{seq: last, sender: ctx.Sender(), reply: rep})
+	x.waiters = append(x.waiters, waiter{gen: x.gen, sender: ctx.Sender(), reply: rep})
 	if !x.appending {
 		x.startAppend(ctx)
 	}
@@ -252,19 +271,33 @@ func (x *agentActor) respond(ctx actor.Context, rep *reply) {
 }
 
 func (x *agentActor) startAppend(ctx actor.Context) {
-	b := persist.Batch{Agent: x.agentID, First: x.firstSeq, Events: x.pending, Index: x.pendingKV}
-	last := x.firstSeq + uint64(len(x.pending)) - 1
-	x.pending, x.pendingKV = nil, nil
+	b := x.takeBatch()
+	last := x.durable
+	if len(b.Events) > 0 {
+		last = b.First + uint64(len(b.Events)) - 1
+	}
+	gen := x.gen
 	x.appending = true
 	x.io.Add(1)
 	self, store := ctx.Self(), x.reg.store
 	root := ctx.ActorSystem().Root
 	go func() {
-		res := committed{last: last, err: store.Append(b)}
+		res := committed{last: last, gen: gen, err: store.Append(b)}
 		x.lastAppend = res
 		x.io.Done()
 		root.Send(self, &res)
 	}()
+}
+
+// takeBatch hands the queued writes over as one batch.
+func (x *agentActor) takeBatch() persist.Batch {
+	first := x.firstSeq
+	if len(x.pending) == 0 {
+		first = x.durable + 1 // a batch of directory entries only; First is unused
+	}
+	b := persist.Batch{Agent: x.agentID, First: first, Events: x.pending, Index: x.pendingKV}
+	x.pending, x.pendingKV = nil, nil
+	return b
 }
 
 func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
@@ -273,11 +306,11 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 		x.fail(ctx, fmt.Errorf("append agent %s: %v: %w", x.agentID, m.err, ErrUnavailable))
 		return
 	}
-	x.durable = m.last
-	x.unpublish(x.durable)
+	x.durable, x.durableGen = m.last, m.gen
+	x.unpublish(x.durableGen)
 	keep := x.waiters[:0]
 	for _, w := range x.waiters {
-		if w.seq <= x.durable {
+		if w.gen <= x.durableGen {
 			ctx.Send(w.sender, w.reply)
 			x.entry.inflight.Add(-1)
 		} else {
@@ -286,7 +319,7 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	}
 	clear(x.waiters[len(keep):])
 	x.waiters = keep
-	if len(x.pending) > 0 {
+	if x.gen > x.durableGen {
 		x.startAppend(ctx)
 	}
 	x.maybeSnapshot(ctx)
@@ -361,7 +394,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 // request is still under way it stays, and re-arms the timeout (protoactor
 // cancels it once it fires).
 func (x *agentActor) onIdle(ctx actor.Context) {
-	if x.appending || x.snapping || len(x.waiters) > 0 {
+	if x.appending || x.snapping || len(x.waiters) > 0 || x.gen > x.durableGen {
 		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 		return
 	}
@@ -389,21 +422,24 @@ func (x *agentActor) drain(ctx actor.Context) {
 		if x.lastAppend.err != nil {
 			x.broken = true
 		} else {
-			x.durable = x.lastAppend.last
+			x.durable, x.durableGen = x.lastAppend.last, x.lastAppend.gen
 		}
 	}
-	if !x.broken && len(x.pending) > 0 {
-		b := persist.Batch{Agent: x.agentID, First: x.firstSeq, Events: x.pending, Index: x.pendingKV}
+	if !x.broken && x.gen > x.durableGen {
+		gen := x.gen
+		b := x.takeBatch()
 		if err := x.reg.store.Append(b); err != nil {
 			x.broken = true
 		} else {
-			x.durable = b.First + uint64(len(b.Events)) - 1
+			x.durableGen = gen
+			if len(b.Events) > 0 {
+				x.durable = b.First + uint64(len(b.Events)) - 1
+			}
 		}
-		x.pending, x.pendingKV = nil, nil
 	}
 	for _, w := range x.waiters {
 		rep := w.reply
-		if w.seq > x.durable {
+		if w.gen > x.durableGen {
 			rep = &reply{err: fmt.Errorf("agent %s stopped before the write was durable: %w", x.agentID, ErrUnavailable)}
 		}
 		ctx.Send(w.sender, rep)

@@ -101,7 +101,7 @@ func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
 // CreateRun creates a run of an agent of workspace ws. A run's external id
 // is unique in its workspace, so runs that carry one are created one at a
 // time behind the check.
-func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun) (engine.CreatedRun, error) {
+func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, idem *Idempotent) (engine.CreatedRun, error) {
 	if cmd.ExternalID != "" {
 		r.createMu.Lock()
 		defer r.createMu.Unlock()
@@ -111,7 +111,7 @@ func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun) (engi
 			return engine.CreatedRun{}, err
 		}
 	}
-	res, err := r.Execute(agent.ID, cmd)
+	res, err := r.Execute(agent.ID, cmd, idem)
 	if err != nil {
 		return engine.CreatedRun{}, err
 	}
@@ -136,6 +136,9 @@ func notFound(what, ref string, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", what, ref, err)
 }
+
+// DirGet reads a directory key; see dirGet.
+func (r *Registry) DirGet(key []byte) ([]byte, error) { return r.dirGet(key) }
 
 // dirGet reads a directory key, including entries published ahead of their
 // append by the selection fast path.

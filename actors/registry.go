@@ -154,8 +154,10 @@ func (r *Registry) shardOf(agentID string) *shard {
 }
 
 // Execute runs cmd on the agent's actor and returns its result once durable.
-func (r *Registry) Execute(agentID string, cmd engine.Command) (any, error) {
-	return r.request(agentID, &execute{cmd: cmd})
+// With idem, the idempotency record idem renders is written in the same
+// batch as the command's events.
+func (r *Registry) Execute(agentID string, cmd engine.Command, idem *Idempotent) (any, error) {
+	return r.request(agentID, &execute{cmd: cmd, idem: idem})
 }
 
 // Query runs fn against the agent's state inside its actor, after every
@@ -166,7 +168,7 @@ func (r *Registry) Query(agentID string, fn func(a *engine.Agent, now time.Time)
 }
 
 // CreateAgent creates an agent in workspace cmd.Workspace and returns its info.
-func (r *Registry) CreateAgent(cmd engine.CreateAgent) (engine.AgentInfo, error) {
+func (r *Registry) CreateAgent(cmd engine.CreateAgent, idem *Idempotent) (engine.AgentInfo, error) {
 	r.randMu.Lock()
 	cmd.ID = id.New(id.Agent, r.cfg.Now(), r.idRand)
 	r.randMu.Unlock()
@@ -180,7 +182,7 @@ func (r *Registry) CreateAgent(cmd engine.CreateAgent) (engine.AgentInfo, error)
 			return engine.AgentInfo{}, err
 		}
 	}
-	res, err := r.Execute(cmd.ID, cmd)
+	res, err := r.Execute(cmd.ID, cmd, idem)
 	if err != nil {
 		return engine.AgentInfo{}, err
 	}

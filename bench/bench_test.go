@@ -1,32 +1,58 @@
 package bench
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
+
+// row is one workload of a benchmark, run at each of its concurrencies.
+type row struct {
+	name string
+	cs   []int
+	run  func(dir string, c, n int) (Result, error)
+}
+
+var fasthttpHello = row{"fasthttp-hello", []int{1, 64}, func(_ string, c, n int) (Result, error) { return FasthttpHello(c, n) }}
 
 // durableIngest is every row of BenchmarkDurableIngest; the baselines
 // (raw-pebble, fasthttp-hello) run at the same concurrencies so that the
 // HTTP rows can be read as ratios against them.
-var durableIngest = []struct {
-	name string
-	cs   []int
-	run  func(dir string, c, n int) (Result, error)
-}{
+var durableIngest = []row{
 	{"raw-pebble", []int{1, 64}, RawPebbleAppend},
 	{"http-signal", []int{1, 64}, withServer(HTTPSignalIngest)},
 	{"http-signal-64agents", []int{64}, withServer(HTTPSignalIngestAgents)},
-	{"fasthttp-hello", []int{1, 64}, func(_ string, c, n int) (Result, error) { return FasthttpHello(c, n) }},
+	fasthttpHello,
+}
+
+// selectRows is every row of BenchmarkSelect: each door's selection next
+// to the bare round trip of its transport, to be read as ratios.
+var selectRows = []row{
+	{"nats-echo", []int{1, 64}, func(_ string, c, n int) (Result, error) { return NATSEcho(c, n) }},
+	{"nats-select", []int{1, 64}, withSelectAgent(natsDoor, NATSSelect)},
+	fasthttpHello,
+	{"http-select", []int{1, 64}, withSelectAgent(httpDoor, HTTPSelect)},
 }
 
 // BenchmarkDurableIngest runs b.N operations of each workload; ns/op is the
 // harness's wall time over the operations (setup excluded), so at c>1 it
 // falls as concurrent operations overlap.
-func BenchmarkDurableIngest(b *testing.B) {
-	for _, wl := range durableIngest {
+func BenchmarkDurableIngest(b *testing.B) { benchRows(b, durableIngest) }
+
+// BenchmarkSelect measures run creation (variation selection over
+// NewSelectAgent's 8 scored variations) through the NATS and HTTP doors,
+// with the bare NATS echo and fasthttp hello as baselines. ns/op is as in
+// BenchmarkDurableIngest.
+func BenchmarkSelect(b *testing.B) { benchRows(b, selectRows) }
+
+func benchRows(b *testing.B, rows []row) {
+	for _, wl := range rows {
 		b.Run(wl.name, func(b *testing.B) {
 			for _, c := range wl.cs {
 				b.Run(fmt.Sprint("c=", c), func(b *testing.B) {
@@ -49,11 +75,17 @@ func BenchmarkDurableIngest(b *testing.B) {
 }
 
 // TestHarnessSmoke runs every workload a few times and checks that every
-// operation was made and answered as expected (201 for a signal, 200 for
-// hello). It checks the harness, not the speed.
+// operation was made and answered as expected (201 for a signal or a run,
+// 200 for hello, a reply without an error header over NATS). It checks the
+// harness, not the speed.
 func TestHarnessSmoke(t *testing.T) {
 	const n = 24
-	for _, wl := range durableIngest {
+	seen := map[string]bool{}
+	for _, wl := range append(slices.Clone(durableIngest), selectRows...) {
+		if seen[wl.name] {
+			continue
+		}
+		seen[wl.name] = true
 		for _, c := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/c=%d", wl.name, c), func(t *testing.T) {
 				res, err := wl.run(t.TempDir(), c, n)
@@ -82,6 +114,69 @@ func TestHTTPSignalIngestRejectsWrongKey(t *testing.T) {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401 StatusError", err)
+	}
+}
+
+func TestNATSSelectCountsErrorReplies(t *testing.T) {
+	s, err := StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	agent, err := NewSelectAgent(httpDoor(s), Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := NATSSelect(s.NATSURL(), "not-the-key", agent, 2, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ne *NATSError
+	if res.Ops != 0 || res.Errors != 6 || !errors.As(res.FirstErr, &ne) || ne.Code != "401" {
+		t.Fatalf("got %v, want 6 failures with NATS error 401", res)
+	}
+}
+
+// TestNewSelectAgentScoresEveryVariation: the select agent has
+// SelectVariations variations, each with selectFeedback feedback records
+// and a posterior moved off the Beta(1, 1) prior.
+func TestNewSelectAgentScoresEveryVariation(t *testing.T) {
+	s, err := StartServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	agent, err := NewSelectAgent(httpDoor(s), Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(httpDoor(s) + "/api/v1/agents/" + agent + "/variations")
+	req.Header.Set("Authorization", "Bearer "+Key)
+	if err := fasthttp.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("list variations: %v, HTTP %d %s", err, resp.StatusCode(), resp.Body())
+	}
+	var list struct {
+		Items []struct {
+			Info struct {
+				FeedbackCount int     `json:"feedback_count"`
+				Alpha         float64 `json:"alpha"`
+				Beta          float64 `json:"beta"`
+			} `json:"info"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(resp.Body(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != SelectVariations {
+		t.Fatalf("%d variations, want %d", len(list.Items), SelectVariations)
+	}
+	for i, v := range list.Items {
+		if v.Info.FeedbackCount != selectFeedback || v.Info.Alpha+v.Info.Beta <= 2 {
+			t.Errorf("variation %d: %+v, want %d feedback records and a moved posterior", i, v.Info, selectFeedback)
+		}
 	}
 }
 
@@ -140,9 +235,10 @@ func TestRunWritesTable(t *testing.T) {
 	if err := Run(&out, Options{Ops: 16, Dir: t.TempDir(), Concurrency: []int{1, 2}}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	for _, row := range []string{"raw-pebble", "fasthttp-hello", "http-signal", "http-signal-agents", "p50 ÷ hello"} {
-		if !strings.Contains(out.String(), row) {
-			t.Errorf("table lacks %q:\n%s", row, out.String())
+	for _, want := range []string{"raw-pebble", "fasthttp-hello", "http-signal", "http-signal-agents", "p50 ÷ hello",
+		"nats-echo", "nats-select", "http-select", "p99 ÷ base"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 	"time"
+
+	"github.com/plaudit/plaudit/server"
 )
 
 // Options are what `plaudit bench` can be told.
@@ -45,29 +47,69 @@ var workloads = []workload{
 	{name: "http-signal-agents", base: "raw-pebble", minC: 2, run: withServer(HTTPSignalIngestAgents)},
 }
 
+// selection is the second table: a run created through each door, divided
+// by the bare round trip of the same transport.
+var selection = []workload{
+	{name: "nats-echo", run: func(_ string, c, n int) (Result, error) { return NATSEcho(c, n) }},
+	{name: "nats-select", base: "nats-echo", run: withSelectAgent(natsDoor, NATSSelect)},
+	{name: "http-select", base: "fasthttp-hello", run: withSelectAgent(httpDoor, HTTPSelect)},
+}
+
 // withServer runs an HTTP workload against a fresh server over dir.
 func withServer(f func(baseURL, key string, c, n int) (Result, error)) func(string, int, int) (Result, error) {
-	return func(dir string, c, n int) (res Result, err error) {
-		s, err := StartServer(dir)
-		if err != nil {
-			return Result{}, err
-		}
-		defer func() {
-			if cerr := s.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("bench: close server: %w", cerr)
-			}
-		}()
-		return f("http://"+s.HTTPAddr(), Key, c, n)
+	return func(dir string, c, n int) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) { return f(httpDoor(s), Key, c, n) })
 	}
 }
 
+// withSelectAgent runs a selection workload through one door of a fresh
+// server over dir, on an agent made by NewSelectAgent (setup not measured).
+func withSelectAgent(door func(*server.Server) string, f func(url, key, agentID string, c, n int) (Result, error)) func(string, int, int) (Result, error) {
+	return func(dir string, c, n int) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) {
+			agent, err := NewSelectAgent(httpDoor(s), Key)
+			if err != nil {
+				return Result{}, err
+			}
+			return f(door(s), Key, agent, c, n)
+		})
+	}
+}
+
+func httpDoor(s *server.Server) string { return "http://" + s.HTTPAddr() }
+func natsDoor(s *server.Server) string { return s.NATSURL() }
+
+// onServer starts a server over dir, runs f on it and closes it.
+func onServer(dir string, f func(*server.Server) (Result, error)) (res Result, err error) {
+	s, err := StartServer(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if cerr := s.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("bench: close server: %w", cerr)
+		}
+	}()
+	return f(s)
+}
+
 // Run runs every workload at every concurrency, one after the other on a
-// fresh directory each, and writes a table to w. Each HTTP signal row is
-// divided by the raw Pebble row of the same concurrency (how much of the
-// synced-write rate survives the whole server), and its p50 and CPU per
-// operation by those of fasthttp-hello (how far above the HTTP floor it
-// answers, and what it spends beyond it). Op failures
-// are shown in the table and make Run return an error after writing it.
+// fresh directory each, and writes two tables to w.
+//
+// In the ingest table each HTTP signal row is divided by the raw Pebble row
+// of the same concurrency (how much of the synced-write rate survives the
+// whole server), and its p50 and CPU per operation by those of
+// fasthttp-hello (how far above the HTTP floor it answers, and what it
+// spends beyond it).
+//
+// In the selection table each select row is divided by the bare round trip
+// of its transport at the same concurrency: nats-select by nats-echo,
+// http-select by the fasthttp-hello of the ingest table. Selection answers
+// before its fsync, so these ratios are the cost of the door, the actor and
+// the Thompson draw, not of the disk.
+//
+// Op failures are shown in the tables and make Run return an error after
+// writing them.
 func Run(w io.Writer, opts Options) (err error) {
 	if opts.Ops <= 0 {
 		opts.Ops = DefaultOps
@@ -91,37 +133,67 @@ func Run(w io.Writer, opts Options) (err error) {
 	}
 	results := map[key]Result{}
 	var failed []error
-	start := time.Now()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "workload\tc\tops/s\tp50\tp99\tmax\tcpu/op\terrors\tops/s ÷ raw-pebble\tp50 ÷ raw-pebble\tp50 ÷ hello\tcpu ÷ hello\t\n")
-	for _, c := range opts.Concurrency {
-		for _, wl := range workloads {
-			if c < wl.minC {
-				continue
-			}
-			dir := filepath.Join(root, fmt.Sprintf("%s-c%d", wl.name, c))
-			res, err := wl.run(dir, c, opts.Ops)
-			if err != nil {
-				return fmt.Errorf("bench: %s c=%d: %w", wl.name, c, err)
-			}
-			results[key{wl.name, c}] = res
-			if res.Errors > 0 {
-				failed = append(failed, fmt.Errorf("%s c=%d: %d of %d ops failed, e.g. %w",
-					wl.name, c, res.Errors, res.Errors+res.Ops, res.FirstErr))
-			}
-			var tput, p50, helloP50, helloCPU string
-			if b, ok := results[key{wl.base, c}]; ok && wl.base != "" {
-				tput = ratio(res.OpsPerSec, b.OpsPerSec)
-				p50 = ratio(float64(res.P50), float64(b.P50))
-				if h, ok := results[key{"fasthttp-hello", c}]; ok {
-					helloP50 = ratio(float64(res.P50), float64(h.P50))
-					helloCPU = ratio(float64(res.CPUPerOp()), float64(h.CPUPerOp()))
+	// rows calls row with each workload's result at each concurrency.
+	rows := func(wls []workload, row func(wl workload, c int, res Result)) error {
+		for _, c := range opts.Concurrency {
+			for _, wl := range wls {
+				if c < wl.minC {
+					continue
 				}
+				dir := filepath.Join(root, fmt.Sprintf("%s-c%d", wl.name, c))
+				res, err := wl.run(dir, c, opts.Ops)
+				if err != nil {
+					return fmt.Errorf("bench: %s c=%d: %w", wl.name, c, err)
+				}
+				results[key{wl.name, c}] = res
+				if res.Errors > 0 {
+					failed = append(failed, fmt.Errorf("%s c=%d: %d of %d ops failed, e.g. %w",
+						wl.name, c, res.Errors, res.Errors+res.Ops, res.FirstErr))
+				}
+				row(wl, c, res)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t\n", wl.name, c, res.OpsPerSec,
-				micros(res.P50), micros(res.P99), micros(res.Max), micros(res.CPUPerOp()), res.Errors,
-				tput, p50, helloP50, helloCPU)
 		}
+		return nil
+	}
+	start := time.Now()
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "workload\tc\t%s\tops/s ÷ raw-pebble\tp50 ÷ raw-pebble\tp50 ÷ hello\tcpu ÷ hello\t\n", measuredHeader)
+	err = rows(workloads, func(wl workload, c int, res Result) {
+		var tput, p50, helloP50, helloCPU string
+		if b, ok := results[key{wl.base, c}]; ok && wl.base != "" {
+			tput = ratio(res.OpsPerSec, b.OpsPerSec)
+			p50 = ratio(float64(res.P50), float64(b.P50))
+			if h, ok := results[key{"fasthttp-hello", c}]; ok {
+				helloP50 = ratio(float64(res.P50), float64(h.P50))
+				helloCPU = ratio(float64(res.CPUPerOp()), float64(h.CPUPerOp()))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", wl.name, c, measured(res), tput, p50, helloP50, helloCPU)
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "selection\tc\t%s\tbase\tp50 ÷ base\tp99 ÷ base\tops/s ÷ base\tcpu ÷ base\t\n", measuredHeader)
+	err = rows(selection, func(wl workload, c int, res Result) {
+		var base, p50, p99, tput, cpu string
+		if b, ok := results[key{wl.base, c}]; ok && wl.base != "" {
+			base = wl.base
+			p50 = ratio(float64(res.P50), float64(b.P50))
+			p99 = ratio(float64(res.P99), float64(b.P99))
+			tput = ratio(res.OpsPerSec, b.OpsPerSec)
+			cpu = ratio(float64(res.CPUPerOp()), float64(b.CPUPerOp()))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wl.name, c, measured(res), base, p50, p99, tput, cpu)
+	})
+	if err != nil {
+		return err
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -131,6 +203,15 @@ func Run(w io.Writer, opts Options) (err error) {
 		return fmt.Errorf("bench: failed ops: %w", errors.Join(failed...))
 	}
 	return nil
+}
+
+// measuredHeader heads the columns measured writes.
+const measuredHeader = "ops/s\tp50\tp99\tmax\tcpu/op\terrors"
+
+// measured is a row's own figures, tab-separated.
+func measured(res Result) string {
+	return fmt.Sprintf("%.0f\t%s\t%s\t%s\t%s\t%d", res.OpsPerSec,
+		micros(res.P50), micros(res.P99), micros(res.Max), micros(res.CPUPerOp()), res.Errors)
 }
 
 func ratio(a, b float64) string {

@@ -224,20 +224,29 @@ func checkStatus(resp *fasthttp.Response, want int) error {
 	return &StatusError{Status: resp.StatusCode(), RetryAfter: string(resp.Header.Peek("Retry-After")), Body: string(b)}
 }
 
-// post sends one setup request and decodes the id of what it created.
-func (cl *client) post(path string, body []byte) (string, error) {
+// do sends one setup request, expects status want and returns the body.
+func (cl *client) do(path string, body []byte, want int) ([]byte, error) {
 	req, resp := cl.request(path, body), new(fasthttp.Response)
 	if err := cl.hc.Do(req, resp); err != nil {
-		return "", fmt.Errorf("bench: POST %s: %w", path, err)
+		return nil, fmt.Errorf("bench: POST %s: %w", path, err)
 	}
-	if err := checkStatus(resp, 201); err != nil {
-		return "", fmt.Errorf("bench: POST %s: %w", path, err)
+	if err := checkStatus(resp, want); err != nil {
+		return nil, fmt.Errorf("bench: POST %s: %w", path, err)
+	}
+	return resp.Body(), nil
+}
+
+// post sends one setup request and decodes the id of what it created.
+func (cl *client) post(path string, body []byte) (string, error) {
+	b, err := cl.do(path, body, 201)
+	if err != nil {
+		return "", err
 	}
 	var created struct {
 		ID string `json:"id"`
 	}
-	if err := json.Unmarshal(resp.Body(), &created); err != nil || created.ID == "" {
-		return "", fmt.Errorf("bench: POST %s: no id in %q", path, resp.Body())
+	if err := json.Unmarshal(b, &created); err != nil || created.ID == "" {
+		return "", fmt.Errorf("bench: POST %s: no id in %q", path, b)
 	}
 	return created.ID, nil
 }

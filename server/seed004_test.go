@@ -225,10 +225,8 @@ func TestSeed004ObjectiveShape(t *testing.T) {
 
 	bare := e.agent(t, "no-variations", "")
 	m := e.c.must(200, "POST", e.path("/objectives"), fmt.Sprintf(`{"metadata": {}, "spec": {"agentId": %q}}`, bare))
-	for _, k := range []string{"agentVariationId"} {
-		if _, has := at(t, m, "spec").(map[string]any)[k]; has {
-			t.Errorf("objective of an agent without variations has spec.%s: %v", k, m)
-		}
+	if _, has := at(t, m, "spec").(map[string]any)["agentVariationId"]; has {
+		t.Errorf("objective of an agent without variations has spec.agentVariationId: %v", m)
 	}
 	if _, has := at(t, m, "info").(map[string]any)["agentVariation"]; has {
 		t.Errorf("objective of an agent without variations has info.agentVariation: %v", m)
@@ -422,6 +420,48 @@ func TestSeed004StrictValidation(t *testing.T) {
 	}
 }
 
+// TestSeed004ObjectiveValidation: creating an objective validates strictly
+// too (google.rpc.Status, the field path in the message), an external id is
+// unique in the workspace (ALREADY_EXISTS), and a rejected create makes no
+// objective.
+func TestSeed004ObjectiveValidation(t *testing.T) {
+	e := newS4Env(t, Config{})
+	a := e.agent(t, "support-bot", "")
+	e.variation(t, a, "concise")
+	e.c.must(200, "POST", e.path("/objectives"), fmt.Sprintf(`{"metadata": {"externalId": "taken"}, "spec": {"agentId": %q}}`, a))
+	// Every rejected body names external id "probe": had the objective
+	// been made, GET external_id:probe would find it.
+	probe := func(t *testing.T) int {
+		t.Helper()
+		return e.c.on(t).request("GET", e.path("/objectives/external_id:probe"), "", nil).status
+	}
+
+	cases := []struct {
+		name, body string
+		status     int
+		code       float64
+		field      string
+	}{
+		{"spec missing", `{"metadata": {"externalId": "probe"}}`, 400, 3, "spec"},
+		{"agentId missing", `{"metadata": {"externalId": "probe"}, "spec": {}}`, 400, 3, "spec.agentId"},
+		{"unknown top-level field", fmt.Sprintf(`{"metadata": {"externalId": "probe"}, "spec": {"agentId": %q}, "name": "x"}`, a), 400, 3, "name"},
+		{"unknown spec field", fmt.Sprintf(`{"metadata": {"externalId": "probe"}, "spec": {"agentId": %q, "model": "x"}}`, a), 400, 3, "spec.model"},
+		{"unknown metadata field", fmt.Sprintf(`{"metadata": {"externalId": "probe", "id": "obj_1"}, "spec": {"agentId": %q}}`, a), 400, 3, "metadata.id"},
+		{"label value off the seed's syntax", fmt.Sprintf(`{"metadata": {"externalId": "probe", "labels": {"k": "-x"}}, "spec": {"agentId": %q}}`, a), 400, 3, "metadata.labels.k"},
+		{"unknown agent", `{"metadata": {"externalId": "probe"}, "spec": {"agentId": "agt_01ZZZZZZZZZZZZZZZZZZZZZZZZ"}}`, 404, 5, "agt_01ZZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"unknown variation", fmt.Sprintf(`{"metadata": {"externalId": "probe"}, "spec": {"agentId": %q, "agentVariationId": "var_01ZZZZZZZZZZZZZZZZZZZZZZZZ"}}`, a), 404, 5, "var_01ZZZZZZZZZZZZZZZZZZZZZZZZ"},
+		{"external id already used", fmt.Sprintf(`{"metadata": {"externalId": "taken"}, "spec": {"agentId": %q}}`, a), 409, 6, "taken"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rpcStatus(t, e.c.on(t).request("POST", e.path("/objectives"), tc.body, nil), tc.status, tc.code, tc.field)
+			if got := probe(t); got != 404 {
+				t.Errorf("GET external_id:probe after a rejected create: %d, want 404", got)
+			}
+		})
+	}
+}
+
 // TestSeed004LabelSyntaxAccepted: label shapes the seed allows are 200.
 func TestSeed004LabelSyntaxAccepted(t *testing.T) {
 	e := newS4Env(t, Config{})
@@ -475,7 +515,7 @@ func newS4FeedbackFixture(t *testing.T, e *s4env) *s4feedbackFixture {
 	for i, r := range records {
 		n := i + 1
 		f.objs[n] = e.objective(t, f.agent, r.variation)
-		e.clk.Set(f.t0.Add(time.Duration(n) * time.Minute))
+		e.clk.Advance(time.Minute) // record n at t0 + n minutes
 		m := e.c.on(t).must(200, "POST", e.path("/objectives/"+f.objs[n]+"/feedback"),
 			`{"metadata": {"labels": `+r.labels+`}, "data": `+r.data+`}`)
 		f.ids[n] = str(t, m, "metadata", "id")
@@ -498,7 +538,7 @@ func (f *s4feedbackFixture) want(n ...int) []string {
 func TestSeed004AgentFeedbackFilters(t *testing.T) {
 	e := newS4Env(t, Config{})
 	f := newS4FeedbackFixture(t, e)
-	at := func(d time.Duration) string { return ts(f.t0.Add(d)) }
+	tm := func(d time.Duration) string { return ts(f.t0.Add(d)) }
 
 	cases := []struct {
 		name  string
@@ -516,16 +556,16 @@ func TestSeed004AgentFeedbackFilters(t *testing.T) {
 		{"query is a case-insensitive substring (upper finds mixed)", url.Values{"query": {"SHORT AND"}}, []int{1}},
 		{"query matches mid-word", url.Values{"query": {"24h"}}, []int{5}},
 		{"query matches no comment", url.Values{"query": {"refund"}}, nil},
-		{"createdAfter", url.Values{"createdAfter": {at(150 * time.Second)}}, []int{6, 5, 4, 3}},
-		{"createdBefore", url.Values{"createdBefore": {at(150 * time.Second)}}, []int{2, 1}},
-		{"createdAfter and createdBefore", url.Values{"createdAfter": {at(90 * time.Second)}, "createdBefore": {at(270 * time.Second)}}, []int{4, 3, 2}},
+		{"createdAfter", url.Values{"createdAfter": {tm(150 * time.Second)}}, []int{6, 5, 4, 3}},
+		{"createdBefore", url.Values{"createdBefore": {tm(150 * time.Second)}}, []int{2, 1}},
+		{"createdAfter and createdBefore", url.Values{"createdAfter": {tm(90 * time.Second)}, "createdBefore": {tm(270 * time.Second)}}, []int{4, 3, 2}},
 		{"labels one pair", url.Values{"labels": {"source=csat"}}, []int{5, 3, 1}},
 		{"labels every pair must match", url.Values{"labels": {"source=csat,tier=gold"}}, []int{3}},
 		{"labels other key", url.Values{"labels": {"tier=gold"}}, []int{6, 3}},
 		{"labels value must match", url.Values{"labels": {"source=email"}}, nil},
 		{"negative on variation A", url.Values{"sentiment": {"FEEDBACK_SENTIMENT_NEGATIVE"}, "agentVariationId": {f.varA}}, []int{5}},
 		{"positive with label tier=gold", url.Values{"sentiment": {"FEEDBACK_SENTIMENT_POSITIVE"}, "labels": {"tier=gold"}}, []int{6}},
-		{"query and createdBefore", url.Values{"query": {"o"}, "createdBefore": {at(210 * time.Second)}}, []int{2, 1}},
+		{"query and createdBefore", url.Values{"query": {"o"}, "createdBefore": {tm(210 * time.Second)}}, []int{2, 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -760,7 +800,11 @@ func TestNativeVariationsAndRuns(t *testing.T) {
 	expect(t, runs, nil, "variation_id")
 	expect(t, runs, nil, "variation")
 
-	v1 := c.must(201, "POST", base+"/variations", `{"name": "concise", "config": {"model": "small", "temperature": 0.2}}`)
+	res := c.request("POST", base+"/variations", `{"name": "concise", "config": {"model": "small", "temperature": 0.2}}`, nil)
+	if res.status != 201 {
+		t.Fatalf("create variation: %d %s, want 201", res.status, res.body)
+	}
+	v1 := res.json(t)
 	id1 := str(t, v1, "id")
 	if !strings.HasPrefix(id1, "var_") {
 		t.Errorf("variation id %q lacks var_ prefix", id1)
@@ -777,8 +821,8 @@ func TestNativeVariationsAndRuns(t *testing.T) {
 	id2 := str(t, v2, "id")
 	expect(t, v2, nil, "config")
 
-	if got := c.raw(base + "/variations/" + id1); got != c.raw(base+"/variations/"+id1) || !strings.Contains(got, id1) {
-		t.Errorf("GET variation %s = %s", id1, got)
+	if got := c.raw(base + "/variations/" + id1); got != string(res.body) {
+		t.Errorf("GET variation %s:\n got %s\nwant %s", id1, got, res.body)
 	}
 	items := list(t, c.must(200, "GET", base+"/variations", ""), "items")
 	if len(items) != 2 || str(t, items[0], "id") != id1 || str(t, items[1], "id") != id2 {
@@ -814,7 +858,7 @@ func TestNativeVariationsAndRuns(t *testing.T) {
 		})
 	}
 	other := e.agent(t, "other-bot", "")
-	res := c.request("POST", "/api/v1/agents/"+other+"/runs", fmt.Sprintf(`{"variation_id": %q}`, id1), nil)
+	res = c.request("POST", "/api/v1/agents/"+other+"/runs", fmt.Sprintf(`{"variation_id": %q}`, id1), nil)
 	if res.status != 404 {
 		t.Errorf("run pinned to another agent's variation: %d %s, want 404", res.status, res.body)
 	}
@@ -839,9 +883,8 @@ func TestSeed004SurvivesRestart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			cfg.DataDir = t.TempDir()
-			clk := newClock()
-			cfg.Now = clk.Now
 			e := newS4Env(t, cfg)
+			cfg.Now = e.clk.Now
 			a := e.agent(t, "support-bot", "")
 			v, w := e.variation(t, a, "concise"), e.variation(t, a, "verbose")
 			var objs []string

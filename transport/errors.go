@@ -39,6 +39,8 @@ var failures = []struct {
 	{ErrRouteNotFound, failure{404, "not_found", 5}},
 	{ErrMethodNotAllowed, failure{405, "method_not_allowed", 12}},
 	{engine.ErrConflict, failure{409, "conflict", 6}},
+	{ErrIdempotencyKeyReused, failure{409, "idempotency_key_reused", 6}},
+	{ErrIdempotencyBusy, failure{409, "idempotency_in_progress", 10}},
 	{ErrBodyTooLarge, failure{413, "body_too_large", 8}},
 	{ErrUnsupportedMedia, failure{415, "unsupported_media_type", 3}},
 	{actors.ErrOverloaded, failure{503, "overloaded", 8}},

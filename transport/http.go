@@ -23,11 +23,16 @@ import (
 
 // HTTPConfig configures the HTTP door; zero fields take defaults.
 type HTTPConfig struct {
-	MaxBody      int // bytes; default 1 MiB
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
-	IdleTimeout  time.Duration
-	Logger       *slog.Logger
+	MaxBody int // bytes; default 1 MiB
+	// IdempotencyTTL is how long Idempotency-Key records are kept (default
+	// 24h); SweepInterval is how often expired ones are deleted (default 10m).
+	IdempotencyTTL time.Duration
+	SweepInterval  time.Duration
+	Now            func() time.Time
+	ReadTimeout    time.Duration
+	WriteTimeout   time.Duration
+	IdleTimeout    time.Duration
+	Logger         *slog.Logger
 }
 
 // HTTP is the fasthttp front door.
@@ -37,6 +42,8 @@ type HTTP struct {
 	tenancy *auth.Tenancy
 	srv     *fasthttp.Server
 	ready   atomic.Bool
+	idem    idempotency
+	stop    chan struct{}
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -59,9 +66,20 @@ func NewHTTP(cfg HTTPConfig, reg *actors.Registry, tenancy *auth.Tenancy) *HTTP 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	var p [4]byte
 	_, _ = rand.Read(p[:])
-	h := &HTTP{cfg: cfg, reg: reg, tenancy: tenancy, reqPrefix: "req_" + hex.EncodeToString(p[:])}
+	h := &HTTP{cfg: cfg, reg: reg, tenancy: tenancy, reqPrefix: "req_" + hex.EncodeToString(p[:]),
+		idem: idempotency{ttl: cfg.IdempotencyTTL, now: cfg.Now}, stop: make(chan struct{})}
+	go h.sweepIdempotency(cfg.SweepInterval, h.stop)
 	h.srv = &fasthttp.Server{
 		Handler:                       h.Handle,
 		ErrorHandler:                  h.handleTransportError,
@@ -85,7 +103,10 @@ func (h *HTTP) SetReady() { h.ready.Store(true) }
 func (h *HTTP) Serve(ln net.Listener) error { return h.srv.Serve(ln) }
 
 // Shutdown stops accepting and waits for open requests to finish.
-func (h *HTTP) Shutdown() error { return h.srv.Shutdown() }
+func (h *HTTP) Shutdown() error {
+	close(h.stop)
+	return h.srv.Shutdown()
+}
 
 type quietLogger struct{ l *slog.Logger }
 
@@ -93,6 +114,7 @@ func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(
 
 // call is one request on its way through a door.
 type call struct {
+	h     *HTTP
 	ctx   *fasthttp.RequestCtx // nil on the NATS door
 	path  string
 	arg   func(name string) string // query parameters
@@ -101,16 +123,18 @@ type call struct {
 	ws    string // the workspace the request acts in
 	rpc   bool   // answer errors as google.rpc.Status (seed 004)
 	body  []byte // the request body, copied out of fasthttp's buffer
+	idem  *idem  // set when the request carries an Idempotency-Key
 }
 
 // result is what a handler answers on success.
 type result struct {
 	status int
 	body   []byte
+	reqID  string // a replayed response's own request id
 }
 
-func ok(b []byte) (result, error)      { return result{200, b}, nil }
-func created(b []byte) (result, error) { return result{201, b}, nil }
+func ok(b []byte) (result, error)      { return result{status: 200, body: b}, nil }
+func created(b []byte) (result, error) { return result{status: 201, body: b}, nil }
 
 func (h *HTTP) requestID() string {
 	return h.reqPrefix + "_" + strconv.FormatUint(h.reqSeq.Add(1), 36)
@@ -119,15 +143,15 @@ func (h *HTTP) requestID() string {
 // Handle serves one request.
 func (h *HTTP) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
-	c := &call{ctx: ctx, path: path, reqID: h.requestID(),
+	c := &call{h: h, ctx: ctx, path: path, reqID: h.requestID(),
 		arg: func(name string) string { return string(ctx.QueryArgs().Peek(name)) }}
 	ctx.Response.Header.Set("X-Request-Id", c.reqID)
 	c.rpc = strings.HasPrefix(path, "/v1/workspaces")
 	if path == "/healthz" {
 		if h.ready.Load() {
-			h.write(c, result{200, []byte(`{"status":"ok"}`)})
+			h.write(c, result{status: 200, body: []byte(`{"status":"ok"}`)})
 		} else {
-			h.write(c, result{503, []byte(`{"status":"recovering"}`)})
+			h.write(c, result{status: 503, body: []byte(`{"status":"recovering"}`)})
 		}
 		return
 	}
@@ -158,8 +182,28 @@ func (h *HTTP) serve(c *call, path string) (result, error) {
 			return result{}, ErrUnsupportedMedia
 		}
 		c.body = bytes.Clone(raw)
+		if key := c.ctx.Request.Header.Peek("Idempotency-Key"); key != nil {
+			return h.idempotent(c, method+" "+path, string(key), func() (result, error) {
+				return h.route(c, method, splitPath(path))
+			})
+		}
 	}
 	return h.route(c, method, splitPath(path))
+}
+
+// idempotent serves a call that carries an Idempotency-Key: it replays the
+// first response, or runs fn and records its outcome.
+func (h *HTTP) idempotent(c *call, scope, key string, fn func() (result, error)) (result, error) {
+	rec, err := h.replayOrReserve(c, scope, key)
+	if err != nil {
+		return result{}, err
+	}
+	if rec != nil {
+		return result{status: rec.status, body: rec.body, reqID: rec.reqID}, nil
+	}
+	res, err := fn()
+	h.finish(c, res, err)
+	return res, err
 }
 
 func isJSON(ct []byte) bool {
@@ -176,6 +220,9 @@ func splitPath(path string) []string {
 }
 
 func (h *HTTP) write(c *call, res result) {
+	if res.reqID != "" {
+		c.ctx.Response.Header.Set("X-Request-Id", res.reqID)
+	}
 	c.ctx.SetStatusCode(res.status)
 	c.ctx.SetContentType("application/json")
 	c.ctx.SetBody(res.body)
@@ -190,7 +237,7 @@ func (h *HTTP) fail(c *call, err error) {
 	if f.status == 503 {
 		c.ctx.Response.Header.Set("Retry-After", "1")
 	}
-	h.write(c, result{f.status, errorBody(f, err.Error(), c.reqID, c.rpc)})
+	h.write(c, result{status: f.status, body: errorBody(f, err.Error(), c.reqID, c.rpc)})
 }
 
 // errorBody renders {"error": {code, message, request_id}} or, on the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/objective"
 	"github.com/plaudit/plaudit/internal/jsonw"
@@ -80,11 +81,8 @@ func (h *HTTP) createAgent(c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	info, err := h.reg.CreateAgent(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return created(appendAgent(nil, info))
+	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.CreateAgent(cmd, idem) },
+		func(res any) (result, error) { return created(appendAgent(nil, res.(engine.AgentInfo))) })
 }
 
 // agentCall is a call on one agent of the call's workspace.
@@ -96,8 +94,9 @@ type agentCall struct {
 
 func (a agentCall) get() (result, error) { return ok(appendAgent(nil, a.agent)) }
 
-func (a agentCall) execute(cmd engine.Command) (any, error) {
-	return a.h.reg.Execute(a.agent.ID, cmd)
+// execute runs cmd on the agent and renders its result with render.
+func (a agentCall) execute(cmd engine.Command, render func(res any) (result, error)) (result, error) {
+	return a.write(func(idem *actors.Idempotent) (any, error) { return a.h.reg.Execute(a.agent.ID, cmd, idem) }, render)
 }
 
 func (a agentCall) query(fn func(ag *engine.Agent, now time.Time) (any, error)) (any, error) {
@@ -130,11 +129,8 @@ func (a agentCall) createRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	run, err := a.h.reg.CreateRun(a.agent, cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return created(appendCreatedRun(nil, run))
+	return a.write(func(idem *actors.Idempotent) (any, error) { return a.h.reg.CreateRun(a.agent, cmd, idem) },
+		func(res any) (result, error) { return created(appendCreatedRun(nil, res.(engine.CreatedRun))) })
 }
 
 // versionLabel reads the agent's release label; a JSON number is taken as
@@ -166,11 +162,9 @@ func (a agentCall) finishRun(runID string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return ok(appendRun(nil, res.(engine.Run), true))
+	return a.execute(cmd, func(res any) (result, error) {
+		return ok(appendRun(nil, res.(engine.Run), true))
+	})
 }
 
 func (a agentCall) claim(runID string) (result, error) {
@@ -178,12 +172,10 @@ func (a agentCall) claim(runID string) (result, error) {
 	if err := parseBody(a.body, func(b *body) error { cmd.Object = b.str("object", true); return nil }); err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	cr := res.(engine.ClaimResult)
-	return result{statusFor(cr.Created), appendClaim(nil, cr.RunID, cr.Claim)}, nil
+	return a.execute(cmd, func(res any) (result, error) {
+		cr := res.(engine.ClaimResult)
+		return result{status: statusFor(cr.Created), body: appendClaim(nil, cr.RunID, cr.Claim)}, nil
+	})
 }
 
 func (a agentCall) trace(runID string) (result, error) {
@@ -196,12 +188,10 @@ func (a agentCall) trace(runID string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	tr := res.(engine.TraceResult)
-	return result{statusFor(tr.Created), appendTrace(nil, tr.RunID, tr.Trace)}, nil
+	return a.execute(cmd, func(res any) (result, error) {
+		tr := res.(engine.TraceResult)
+		return result{status: statusFor(tr.Created), body: appendTrace(nil, tr.RunID, tr.Trace)}, nil
+	})
 }
 
 // statusFor is 201 for a call that created something, 200 for a repeat.
@@ -217,12 +207,10 @@ func (a agentCall) postSignal() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	sr := res.(engine.SignalResult)
-	return result{statusFor(!sr.Duplicate), appendSignal(nil, sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
+	return a.execute(cmd, func(res any) (result, error) {
+		sr := res.(engine.SignalResult)
+		return result{status: statusFor(!sr.Duplicate), body: appendSignal(nil, sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
+	})
 }
 
 // decodeSignal reads a signal body: {kind, value, run_id | session_id |
@@ -285,11 +273,9 @@ func (a agentCall) putObjective() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return ok(appendObjective(nil, res.(engine.ObjectiveVersion)))
+	return a.execute(cmd, func(res any) (result, error) {
+		return ok(appendObjective(nil, res.(engine.ObjectiveVersion)))
+	})
 }
 
 func (a agentCall) getObjective(v int) (result, error) {

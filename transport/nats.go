@@ -87,7 +87,7 @@ func (n *NATS) handle(req micro.Request) {
 	n.serving.Add(1)
 	go func() {
 		defer func() { <-n.sem; n.serving.Done() }()
-		c := &call{reqID: n.h.requestID(), path: req.Subject(), body: body}
+		c := &call{h: n.h, reqID: n.h.requestID(), path: req.Subject(), body: body}
 		res, err := n.serve(c, req)
 		n.reply(req, c, res, err)
 	}()
@@ -110,6 +110,13 @@ func (n *NATS) serve(c *call, req micro.Request) (result, error) {
 	if err := n.h.enterWorkspace(c, ws); err != nil {
 		return result{}, err
 	}
+	if key := req.Headers().Get("Idempotency-Key"); key != "" {
+		return n.h.idempotent(c, req.Subject(), key, func() (result, error) { return n.route(c, agentRef, op) })
+	}
+	return n.route(c, agentRef, op)
+}
+
+func (n *NATS) route(c *call, agentRef, op string) (result, error) {
 	args, err := topLevelArgs(c.body)
 	if err != nil {
 		return result{}, err

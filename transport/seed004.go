@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsonw"
@@ -77,11 +78,11 @@ func (h *HTTP) createObjective(c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cr, err := h.reg.CreateRun(agent, cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return ok(h.appendSeedObjective(nil, c.ws, cr.Run, cr.Variation))
+	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.CreateRun(agent, cmd, idem) },
+		func(res any) (result, error) {
+			cr := res.(engine.CreatedRun)
+			return ok(h.appendSeedObjective(nil, c.ws, cr.Run, cr.Variation))
+		})
 }
 
 func (h *HTTP) getObjectiveRun(c *call, ref string) (result, error) {
@@ -147,11 +148,8 @@ func (h *HTTP) createFeedback(c *call, ref string) (result, error) {
 		return result{}, err
 	}
 	cmd.RunID, cmd.ProfileID = runID, c.p.ProfileID
-	res, err := h.reg.Execute(agent.ID, cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return ok(h.appendFeedback(nil, c.ws, res.(engine.Feedback), nil))
+	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agent.ID, cmd, idem) },
+		func(res any) (result, error) { return ok(h.appendFeedback(nil, c.ws, res.(engine.Feedback), nil)) })
 }
 
 // listParams reads cursor and limit (default 50, at most 1000).

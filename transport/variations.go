@@ -28,11 +28,9 @@ func (a agentCall) createVariation() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	res, err := a.execute(cmd)
-	if err != nil {
-		return result{}, err
-	}
-	return created(appendVariation(nil, a.agent.ID, res.(engine.Variation)))
+	return a.execute(cmd, func(res any) (result, error) {
+		return created(appendVariation(nil, a.agent.ID, res.(engine.Variation)))
+	})
 }
 
 func (a agentCall) listVariations() (result, error) {
