@@ -30,6 +30,9 @@ type Agent struct {
 	variationList []*Variation // creation order
 	feedback      []Feedback   // append order
 
+	reports    map[reportKey]*Report // standing reports by (run, scorer, turn)
+	runReports map[string][]*Report  // run id → its reports, first-made order
+
 	seq uint64 // events applied so far = sequence of the last event
 
 	scratch []objective.Signal // reused by reward reads
@@ -46,6 +49,8 @@ func NewAgent() *Agent {
 		objectSignals: map[string][]int{},
 		dedup:         map[string]int{},
 		variations:    map[string]*Variation{},
+		reports:       map[reportKey]*Report{},
+		runReports:    map[string][]*Report{},
 	}
 }
 
@@ -106,6 +111,8 @@ func (a *Agent) apply(ev Event) error {
 		a.variationList = append(a.variationList, &v)
 	case FeedbackRecorded:
 		a.applyFeedback(e.Feedback)
+	case ReportRecorded:
+		a.applyReport(e.Report)
 	case ObjectivePut:
 		if e.Version != len(a.objectives)+1 {
 			return fmt.Errorf("engine: objective version %d after %d", e.Version, len(a.objectives))

@@ -304,6 +304,10 @@ func buildHistory(t *testing.T) *harness {
 	h.must(RecordFeedback{RunID: r1.ID, Score: &score, Comment: "meh", ExternalID: "review-1",
 		Labels: map[string]string{"source": "csat"}, ProfileID: "profile_1"})
 	h.must(RecordFeedback{RunID: r1.ID})
+	h.must(ReportReward{RunID: r1.ID, Kind: ReportReview, Scorer: "review", TraceID: "tr", Value: &score,
+		Weight: 2, Detail: `{"why":"ok"}`, Started: 5})
+	h.must(ReportReward{RunID: r1.ID, Kind: ReportChoice, Scorer: "choice", Weight: 1, Shown: `["a","b"]`,
+		Chosen: `"a"`, Prompt: "pick", Started: 6})
 	if got, _ := h.a.Variation(v.ID); r1.VariationID != v.ID || got.FeedbackCount != 2 {
 		t.Fatalf("history: run variation %q, variation %+v", r1.VariationID, got)
 	}

@@ -53,6 +53,8 @@ func AppendEvent(dst []byte, ev Event) []byte {
 		w.variation(e.Variation)
 	case FeedbackRecorded:
 		w.feedback(e.Feedback)
+	case ReportRecorded:
+		w.report(e.Report)
 	}
 	return w
 }
@@ -82,6 +84,8 @@ func DecodeEvent(b []byte) (ev Event, err error) {
 		ev = VariationCreated{Variation: r.variation()}
 	case evFeedbackRecorded:
 		ev = FeedbackRecorded{Feedback: r.feedback()}
+	case evReportRecorded:
+		ev = ReportRecorded{Report: r.report()}
 	default:
 		return nil, fmt.Errorf("%w: event type %d", ErrDecode, t)
 	}
@@ -114,6 +118,10 @@ func AppendState(dst []byte, s State) []byte {
 	for _, fb := range s.Feedback {
 		w.feedback(fb)
 	}
+	w.uvarint(uint64(len(s.Reports)))
+	for _, rep := range s.Reports {
+		w.report(rep)
+	}
 	return w
 }
 
@@ -141,6 +149,9 @@ func DecodeState(b []byte) (State, error) {
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Feedback = append(s.Feedback, r.feedback())
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		s.Reports = append(s.Reports, r.report())
 	}
 	return s, r.done()
 }
@@ -266,6 +277,24 @@ func (w *writer) feedback(fb Feedback) {
 	w.labels(fb.Labels)
 	w.str(fb.ProfileID)
 	w.time(fb.CreatedAt)
+}
+
+func (w *writer) report(p Report) {
+	for _, s := range []string{p.ID, p.RunID, p.Kind, p.Scorer, p.TurnID, p.TraceID} {
+		w.str(s)
+	}
+	w.boolean(p.Value != nil)
+	if p.Value != nil {
+		w.float(*p.Value)
+	}
+	w.float(p.Weight)
+	for _, s := range []string{p.Detail, p.Shown, p.Chosen, p.Prompt} {
+		w.str(s)
+	}
+	w.time(p.CreatedAt)
+	w.time(p.UpdatedAt)
+	w.uvarint(p.Started)
+	w.uvarint(p.Seq)
 }
 
 // reader decodes; the first failure sticks in err and later reads return zeros.
@@ -440,4 +469,17 @@ func (r *reader) feedback() Feedback {
 	}
 	fb.Comment, fb.ExternalID, fb.Labels, fb.ProfileID, fb.CreatedAt = r.str(), r.str(), r.labels(), r.str(), r.time()
 	return fb
+}
+
+func (r *reader) report() Report {
+	p := Report{ID: r.str(), RunID: r.str(), Kind: r.str(), Scorer: r.str(), TurnID: r.str(), TraceID: r.str()}
+	if r.boolean() {
+		v := r.float()
+		p.Value = &v
+	}
+	p.Weight = r.float()
+	p.Detail, p.Shown, p.Chosen, p.Prompt = r.str(), r.str(), r.str(), r.str()
+	p.CreatedAt, p.UpdatedAt = r.time(), r.time()
+	p.Started, p.Seq = r.uvarint(), r.uvarint()
+	return p
 }

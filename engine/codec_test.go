@@ -20,8 +20,8 @@ func TestEventCodecRoundTrip(t *testing.T) {
 			t.Fatalf("%T round trip:\n got %+v\nwant %+v", ev, got, ev)
 		}
 	}
-	if len(seen) != int(evFeedbackRecorded) {
-		t.Fatalf("history covers %d event types, want all %d", len(seen), evFeedbackRecorded)
+	if len(seen) != int(evReportRecorded) {
+		t.Fatalf("history covers %d event types, want all %d", len(seen), evReportRecorded)
 	}
 }
 

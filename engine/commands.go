@@ -131,6 +131,8 @@ func (a *Agent) Execute(cmd Command, now time.Time, rnd *rand.Rand) (any, []Even
 		res, events, err = a.createVariation(c, now, rnd)
 	case RecordFeedback:
 		res, events, err = a.recordFeedback(c, now, rnd)
+	case ReportReward:
+		res, events, err = a.reportReward(c, now, rnd)
 	default:
 		return nil, nil, fmt.Errorf("engine: unknown command %T", cmd)
 	}
@@ -234,7 +236,7 @@ func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) (any, []Ev
 		value = 1
 	}
 	sig := Signal{ID: id.New(id.Signal, now, rnd), Kind: SucceededSignal, Value: value, RunID: r.ID,
-		OccurredAt: at, ReceivedAt: now, Seq: uint64(len(a.signals) + 1)}
+		OccurredAt: at, ReceivedAt: now, Seq: a.seq + 2}
 	return r, []Event{
 		RunFinished{RunID: r.ID, Succeeded: c.Succeeded, FinishedAt: at},
 		SignalRecorded{Signal: sig},
@@ -336,7 +338,7 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (any
 	}
 	s := Signal{ID: id.New(id.Signal, now, rnd), Kind: c.Kind, Value: c.Value, RunID: runID,
 		SessionID: c.SessionID, Object: c.Object, DedupKey: c.DedupKey, OccurredAt: at.UTC(),
-		ReceivedAt: now, Seq: uint64(len(a.signals) + 1)}
+		ReceivedAt: now, Seq: a.seq + 1}
 	return SignalResult{Signal: s, RunIDs: a.SignalRuns(s)}, []Event{SignalRecorded{Signal: s}}, nil
 }
 

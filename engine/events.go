@@ -23,6 +23,7 @@ const (
 	evObjectivePut     eventType = 7
 	evVariationCreated eventType = 8
 	evFeedbackRecorded eventType = 9
+	evReportRecorded   eventType = 10
 )
 
 // AgentCreated starts an agent's log.

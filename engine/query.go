@@ -95,7 +95,7 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 // neither sorting nor deduplication here.
 func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Reward {
 	buf := a.scratch
-	n := len(a.runSignals[r.ID])
+	n := len(a.runSignals[r.ID]) + len(a.runReports[r.ID])
 	for _, cl := range r.Claims {
 		n += len(a.objectSignals[cl.Object])
 	}
@@ -114,6 +114,7 @@ func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Rew
 	for _, cl := range r.Claims {
 		add(a.objectSignals[cl.Object])
 	}
+	buf = a.reportSignals(r, buf)
 	a.scratch = buf
 	run := objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}
 	return objective.Evaluate(ov.Definition, ov.Version, run, buf, now)

@@ -16,6 +16,7 @@ type State struct {
 	Objectives []ObjectiveVersion
 	Variations []Variation
 	Feedback   []Feedback
+	Reports    []Report
 	Seq        uint64
 }
 
@@ -33,6 +34,7 @@ func (a *Agent) Snapshot() State {
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
 		Variations: a.Variations(),
 		Feedback:   a.feedback[:len(a.feedback):len(a.feedback)],
+		Reports:    a.allReports(),
 		Seq:        a.seq,
 	}
 }
@@ -77,6 +79,9 @@ func Restore(s State) *Agent {
 		a.variationList = append(a.variationList, &v)
 	}
 	a.feedback = append(a.feedback, s.Feedback...)
+	for _, rep := range s.Reports {
+		a.applyReport(rep)
+	}
 	return a
 }
 
@@ -87,4 +92,16 @@ func claimTime(r *Run, obj string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// allReports copies every standing report, run by run in run order, each
+// run's in first-made order, so Restore rebuilds the same lists.
+func (a *Agent) allReports() []Report {
+	var out []Report
+	for _, r := range a.runList {
+		for _, p := range a.runReports[r.ID] {
+			out = append(out, *p)
+		}
+	}
+	return out
 }

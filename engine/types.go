@@ -81,7 +81,7 @@ type Signal struct {
 	DedupKey   string
 	OccurredAt time.Time
 	ReceivedAt time.Time
-	Seq        uint64 // receipt order within the agent, from 1
+	Seq        uint64 // the sequence of the event that recorded it: receipt order within the agent
 }
 
 // ObjectiveVersion is one PUT of the agent's objective; versions count from 1.

@@ -102,7 +102,7 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 	fb := Feedback{ID: id.New(id.Feedback, now, rnd), RunID: r.ID, VariationID: r.VariationID, Score: c.Score,
 		Comment: c.Comment, ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
 	sig := Signal{ID: id.New(id.Signal, now, rnd), Kind: FeedbackSignal, Value: value, RunID: r.ID,
-		OccurredAt: now, ReceivedAt: now, Seq: uint64(len(a.signals) + 1)}
+		OccurredAt: now, ReceivedAt: now, Seq: a.seq + 2}
 	return fb, []Event{FeedbackRecorded{Feedback: fb}, SignalRecorded{Signal: sig}}, nil
 }
 

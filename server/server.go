@@ -40,6 +40,10 @@ type Config struct {
 	Logger  *slog.Logger
 	Now     func() time.Time
 	Version string // reported by the NATS service's $SRV.INFO
+
+	IdempotencyTTL time.Duration // how long Idempotency-Key records are kept (24h)
+	// HTTPAdmitted is transport.HTTPConfig.Admitted: a hook for tests.
+	HTTPAdmitted func(header func(name string) string)
 }
 
 // Server is a running Plaudit.
@@ -97,7 +101,8 @@ func (s *Server) start() (err error) {
 	if err = s.startNATS(); err != nil {
 		return err
 	}
-	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.registry, s.tenancy)
+	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger, Now: cfg.Now,
+		IdempotencyTTL: cfg.IdempotencyTTL, Admitted: cfg.HTTPAdmitted}, s.registry, s.tenancy)
 	if s.natsDoor, err = transport.StartNATS(s.nc, s.http, cfg.Version, transport.NATSConfig{}); err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ var failures = []struct {
 	{ErrRouteNotFound, failure{404, "not_found", 5}},
 	{ErrMethodNotAllowed, failure{405, "method_not_allowed", 12}},
 	{engine.ErrConflict, failure{409, "conflict", 6}},
+	{engine.ErrSuperseded, failure{409, "reward_superseded", 10}},
 	{ErrIdempotencyKeyReused, failure{409, "idempotency_key_reused", 6}},
 	{ErrIdempotencyBusy, failure{409, "idempotency_in_progress", 10}},
 	{ErrBodyTooLarge, failure{413, "body_too_large", 8}},

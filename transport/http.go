@@ -33,6 +33,9 @@ type HTTPConfig struct {
 	WriteTimeout   time.Duration
 	IdleTimeout    time.Duration
 	Logger         *slog.Logger
+	// Admitted, if set, runs as each request is admitted, right after it is
+	// stamped with its start order. Tests use it to hold a request back.
+	Admitted func(header func(name string) string)
 }
 
 // HTTP is the fasthttp front door.
@@ -47,6 +50,21 @@ type HTTP struct {
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
+	lastStamp atomic.Uint64
+}
+
+// stamp returns a start-order stamp: Unix nanoseconds, strictly increasing,
+// so a request admitted later always carries a larger stamp, across
+// restarts too (as long as the clock does not step back).
+func (h *HTTP) stamp() uint64 {
+	now := uint64(h.cfg.Now().UnixNano())
+	for {
+		last := h.lastStamp.Load()
+		next := max(now, last+1)
+		if h.lastStamp.CompareAndSwap(last, next) {
+			return next
+		}
+	}
 }
 
 // NewHTTP builds the HTTP door over a registry and a tenancy.
@@ -114,16 +132,17 @@ func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(
 
 // call is one request on its way through a door.
 type call struct {
-	h     *HTTP
-	ctx   *fasthttp.RequestCtx // nil on the NATS door
-	path  string
-	arg   func(name string) string // query parameters
-	reqID string
-	p     auth.Principal
-	ws    string // the workspace the request acts in
-	rpc   bool   // answer errors as google.rpc.Status (seed 004)
-	body  []byte // the request body, copied out of fasthttp's buffer
-	idem  *idem  // set when the request carries an Idempotency-Key
+	h       *HTTP
+	ctx     *fasthttp.RequestCtx // nil on the NATS door
+	path    string
+	arg     func(name string) string // query parameters
+	reqID   string
+	p       auth.Principal
+	ws      string // the workspace the request acts in
+	rpc     bool   // answer errors as google.rpc.Status (seed 004)
+	body    []byte // the request body, copied out of fasthttp's buffer
+	idem    *idem  // set when the request carries an Idempotency-Key
+	started uint64 // start order, stamped when the door admits the request
 }
 
 // result is what a handler answers on success.
@@ -143,8 +162,11 @@ func (h *HTTP) requestID() string {
 // Handle serves one request.
 func (h *HTTP) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
-	c := &call{h: h, ctx: ctx, path: path, reqID: h.requestID(),
+	c := &call{h: h, ctx: ctx, path: path, reqID: h.requestID(), started: h.stamp(),
 		arg: func(name string) string { return string(ctx.QueryArgs().Peek(name)) }}
+	if h.cfg.Admitted != nil {
+		h.cfg.Admitted(func(name string) string { return string(ctx.Request.Header.Peek(name)) })
+	}
 	ctx.Response.Header.Set("X-Request-Id", c.reqID)
 	c.rpc = strings.HasPrefix(path, "/v1/workspaces")
 	if path == "/healthz" {

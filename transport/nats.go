@@ -87,7 +87,7 @@ func (n *NATS) handle(req micro.Request) {
 	n.serving.Add(1)
 	go func() {
 		defer func() { <-n.sem; n.serving.Done() }()
-		c := &call{h: n.h, reqID: n.h.requestID(), path: req.Subject(), body: body}
+		c := &call{h: n.h, reqID: n.h.requestID(), path: req.Subject(), body: body, started: n.h.stamp()}
 		res, err := n.serve(c, req)
 		n.reply(req, c, res, err)
 	}()

@@ -16,6 +16,8 @@ func (h *HTTP) route(c *call, method string, seg []string) (result, error) {
 		return h.routeNative(c, method, seg[2:])
 	case len(seg) >= 2 && seg[0] == "v1" && seg[1] == "workspaces":
 		return h.routeWorkspaces(c, method, seg[2:])
+	case len(seg) >= 2 && seg[0] == "v1" && seg[1] == "jobs":
+		return h.routeJobs(c, method, seg[2:])
 	}
 	return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
 }

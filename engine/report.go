@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/engine/id"
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+// ErrSuperseded means a report lost a race: a report for the same (scorer,
+// turn) whose request started later already stands.
+var ErrSuperseded = errors.New("reward superseded")
+
+// Report kinds of seed 001.
+const (
+	ReportExternal = "external"
+	ReportReview   = "review"
+	ReportChoice   = "choice"
+)
+
+// Report is a scorer's reward for a run (seed 001's job), one per (scorer,
+// turn): reporting again replaces it under the same id.
+type Report struct {
+	ID        string
+	RunID     string
+	Kind      string
+	Scorer    string
+	TurnID    string
+	TraceID   string
+	Value     *float64
+	Weight    float64
+	Detail    string // raw JSON object, "" when none
+	Shown     string // choice: raw JSON array of the items shown
+	Chosen    string // choice: raw JSON of the chosen item, "null" when none
+	Prompt    string // choice
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Started orders racing reports: the stamp the door gave the request
+	// when it admitted it. A report started before the standing one loses.
+	Started uint64
+	Seq     uint64 // sequence of the event that last set it
+}
+
+// ReportReward records a report. The door has validated the shape (kinds,
+// ranges, detail, choice items); the engine checks what needs state.
+type ReportReward struct {
+	RunID                         string
+	Kind, Scorer, TurnID, TraceID string
+	Value                         *float64
+	Weight                        float64
+	Detail, Shown, Chosen, Prompt string
+	Started                       uint64
+}
+
+func (ReportReward) command() {}
+
+// ReportRecorded sets the report for its (scorer, turn).
+type ReportRecorded struct{ Report Report }
+
+func (ReportRecorded) eventType() eventType { return evReportRecorded }
+
+type reportKey struct{ run, scorer, turn string }
+
+func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+	r, err := a.run(c.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !kindPattern.MatchString(c.Scorer) {
+		return nil, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
+	}
+	if c.Value != nil && (math.IsNaN(*c.Value) || math.IsInf(*c.Value, 0)) {
+		return nil, nil, field.Errorf("value", "must be a finite number")
+	}
+	turn := c.TurnID
+	if c.TraceID != "" {
+		var trace *Trace
+		for i := range r.Traces {
+			if r.Traces[i].TraceID == c.TraceID {
+				trace = &r.Traces[i]
+			}
+		}
+		if trace == nil {
+			return nil, nil, field.Errorf("trace_id", "%q is not a registered trace of job %s", c.TraceID, r.ID)
+		}
+		if c.TurnID != "" && c.TurnID != trace.TurnID {
+			return nil, nil, field.Errorf("turn_id", "%q conflicts with trace %s, which is turn %q", c.TurnID, c.TraceID, trace.TurnID)
+		}
+		turn = trace.TurnID
+	}
+	rep := Report{RunID: r.ID, Kind: c.Kind, Scorer: c.Scorer, TurnID: turn, TraceID: c.TraceID, Value: c.Value,
+		Weight: c.Weight, Detail: c.Detail, Shown: c.Shown, Chosen: c.Chosen, Prompt: c.Prompt,
+		CreatedAt: now, UpdatedAt: now, Started: c.Started, Seq: a.seq + 1}
+	if cur := a.reports[reportKey{r.ID, c.Scorer, turn}]; cur != nil {
+		if c.Started < cur.Started {
+			return nil, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
+		}
+		rep.ID, rep.CreatedAt = cur.ID, cur.CreatedAt
+	} else {
+		rep.ID = id.New(id.Report, now, rnd)
+	}
+	return rep, []Event{ReportRecorded{Report: rep}}, nil
+}
+
+func (a *Agent) applyReport(rep Report) {
+	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
+	if cur := a.reports[k]; cur != nil {
+		*cur = rep
+		return
+	}
+	p := &rep
+	a.reports[k] = p
+	a.runReports[rep.RunID] = append(a.runReports[rep.RunID], p)
+}
+
+// Reports lists a run's standing reports in the order they were first made.
+func (a *Agent) Reports(runID string) ([]Report, error) {
+	if _, err := a.run(runID); err != nil {
+		return nil, err
+	}
+	out := make([]Report, len(a.runReports[runID]))
+	for i, p := range a.runReports[runID] {
+		out[i] = *p
+	}
+	return out, nil
+}
+
+// Feedback lists a run's feedback records in append order.
+func (a *Agent) RunFeedback(runID string) []Feedback {
+	var out []Feedback
+	for _, fb := range a.feedback {
+		if fb.RunID == runID {
+			out = append(out, fb)
+		}
+	}
+	return out
+}
+
+// reportSignals appends, for the reward evaluator, one signal of kind =
+// scorer per standing report of r that has a value.
+func (a *Agent) reportSignals(r *Run, buf []objective.Signal) []objective.Signal {
+	for _, p := range a.runReports[r.ID] {
+		if p.Value != nil {
+			buf = append(buf, objective.Signal{Kind: p.Scorer, Value: *p.Value, OccurredAt: p.UpdatedAt,
+				ReceivedAt: p.UpdatedAt, Seq: p.Seq})
+		}
+	}
+	return buf
+}

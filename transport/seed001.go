@@ -1,0 +1,332 @@
+package transport
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/internal/jsonw"
+)
+
+// The seed-001 door: reward reports on a job (a run here).
+//
+//	POST /v1/jobs/{id}/rewards   report, or replace the (scorer, turn)'s report
+//	GET  /v1/jobs/{id}/rewards   every piece of evidence on the job
+
+func (h *HTTP) routeJobs(c *call, method string, seg []string) (result, error) {
+	if len(seg) != 2 || seg[1] != "rewards" {
+		return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
+	}
+	return endpoint{
+		fasthttp.MethodPost: func() (result, error) { return h.reportReward(c, seg[0]) },
+		fasthttp.MethodGet:  func() (result, error) { return h.listEvidence(c, seg[0]) },
+	}.serve(method)
+}
+
+// Limits of seed 001.
+const (
+	maxReportWeight = 1000
+	maxDetailKeys   = 20
+	maxDetailString = 256
+	maxPromptLen    = 12000
+	maxTurnLen      = 200
+)
+
+// decodeReport validates a report body against every constraint of seed
+// 001 that needs no state; the engine checks the trace and the race.
+func decodeReport(raw []byte) (engine.ReportReward, error) {
+	var cmd engine.ReportReward
+	err := parseBody(raw, func(b *body) error {
+		cmd.Kind = b.str("kind", false)
+		weight := 1.0
+		switch cmd.Kind {
+		case "", engine.ReportExternal:
+			cmd.Kind = engine.ReportExternal
+			cmd.Scorer = b.str("scorer", true)
+			if b.v.Get("value") == nil {
+				b.fail("value", "is required (a number or null)")
+			}
+			if v, ok := b.num("value", false); ok {
+				cmd.Value = &v
+			}
+		case engine.ReportReview:
+			cmd.Scorer = b.str("scorer", false)
+			if cmd.Scorer == "" {
+				cmd.Scorer = "review"
+			}
+			v, ok := b.num("value", true)
+			if ok && (v < 0 || v > 1) {
+				b.fail("value", "must be between 0 and 1")
+			}
+			cmd.Value = &v
+			weight = 2
+		case engine.ReportChoice:
+			cmd.Scorer = b.str("scorer", false)
+			if cmd.Scorer == "" {
+				cmd.Scorer = "choice"
+			}
+			cmd.Shown, cmd.Chosen = choice(b)
+			if b.has("prompt") {
+				cmd.Prompt = b.str("prompt", false)
+				if n := len([]rune(cmd.Prompt)); n < 1 || n > maxPromptLen {
+					b.fail("prompt", "must be 1-%d characters", maxPromptLen)
+				}
+			}
+		default:
+			b.fail("kind", "must be external, review or choice")
+			return nil
+		}
+		if w, ok := b.num("weight", false); ok {
+			if w < 0 || w > maxReportWeight {
+				b.fail("weight", "must be between 0 and %d", maxReportWeight)
+			}
+			weight = w
+		}
+		cmd.Weight = weight
+		for _, k := range []string{"turn_id", "trace_id"} {
+			if b.has(k) {
+				if s := b.str(k, false); len(s) < 1 || len(s) > maxTurnLen {
+					b.fail(k, "must be 1-%d characters", maxTurnLen)
+				}
+			}
+		}
+		cmd.TurnID, cmd.TraceID = b.str("turn_id", false), b.str("trace_id", false)
+		cmd.Detail = detail(b)
+		return nil
+	})
+	return cmd, err
+}
+
+// choice reads shown (2-20 items) and chosen (one of them, or null).
+func choice(b *body) (shown, chosen string) {
+	sv := b.get("shown")
+	if sv == nil {
+		b.fail("shown", "is required")
+		return "", ""
+	}
+	items, err := sv.Array()
+	if err != nil || len(items) < 2 || len(items) > 20 {
+		b.fail("shown", "must be an array of 2-20 items")
+		return "", ""
+	}
+	cv := b.v.Get("chosen")
+	if cv == nil {
+		b.fail("chosen", "is required (one of shown, or null)")
+		return "", ""
+	}
+	chosen = string(cv.MarshalTo(nil))
+	if cv.Type() != fastjson.TypeNull {
+		found := false
+		for _, it := range items {
+			if jsonEqual(it, cv) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			b.fail("chosen", "must be one of shown, or null")
+		}
+	}
+	return string(sv.MarshalTo(nil)), chosen
+}
+
+// jsonEqual compares two JSON values structurally (object key order aside).
+func jsonEqual(a, b *fastjson.Value) bool {
+	if a.Type() != b.Type() {
+		return false
+	}
+	switch a.Type() {
+	case fastjson.TypeObject:
+		ao, bo := a.GetObject(), b.GetObject()
+		if ao.Len() != bo.Len() {
+			return false
+		}
+		eq := true
+		ao.Visit(func(k []byte, v *fastjson.Value) {
+			if w := bo.Get(string(k)); w == nil || !jsonEqual(v, w) {
+				eq = false
+			}
+		})
+		return eq
+	case fastjson.TypeArray:
+		aa, ba := a.GetArray(), b.GetArray()
+		if len(aa) != len(ba) {
+			return false
+		}
+		for i := range aa {
+			if !jsonEqual(aa[i], ba[i]) {
+				return false
+			}
+		}
+		return true
+	case fastjson.TypeNumber:
+		return a.GetFloat64() == b.GetFloat64()
+	case fastjson.TypeString:
+		return string(a.GetStringBytes()) == string(b.GetStringBytes())
+	}
+	return true // true, false, null
+}
+
+// detail reads detail: at most 20 keys of short plaintext values.
+func detail(b *body) string {
+	v := b.get("detail")
+	if v == nil {
+		return ""
+	}
+	o, err := v.Object()
+	if err != nil {
+		b.fail("detail", "must be an object")
+		return ""
+	}
+	if o.Len() > maxDetailKeys {
+		b.fail("detail", "at most %d keys", maxDetailKeys)
+		return ""
+	}
+	o.Visit(func(k []byte, dv *fastjson.Value) {
+		switch dv.Type() {
+		case fastjson.TypeString:
+			if len([]rune(string(dv.GetStringBytes()))) > maxDetailString {
+				b.fail("detail."+string(k), "must be at most %d characters", maxDetailString)
+			}
+		case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse, fastjson.TypeNull:
+		default:
+			b.fail("detail."+string(k), "must be a string, number, boolean or null")
+		}
+	})
+	return string(v.MarshalTo(nil))
+}
+
+func (h *HTTP) reportReward(c *call, jobRef string) (result, error) {
+	cmd, err := decodeReport(c.body)
+	if err != nil {
+		return result{}, err
+	}
+	runID, agent, err := h.reg.Run(c.ws, jobRef)
+	if err != nil {
+		return result{}, notFound("job", jobRef)
+	}
+	cmd.RunID, cmd.Started = runID, c.started
+	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agent.ID, cmd, idem) },
+		func(res any) (result, error) { return created(appendReport(nil, res.(engine.Report))) })
+}
+
+func (h *HTTP) listEvidence(c *call, jobRef string) (result, error) {
+	runID, agent, err := h.reg.Run(c.ws, jobRef)
+	if err != nil {
+		return result{}, notFound("job", jobRef)
+	}
+	type evidence struct {
+		reports  []engine.Report
+		feedback []engine.Feedback
+	}
+	res, err := h.reg.Query(agent.ID, func(ag *engine.Agent, _ time.Time) (any, error) {
+		reps, err := ag.Reports(runID)
+		return evidence{reps, ag.RunFeedback(runID)}, err
+	})
+	if err != nil {
+		return result{}, err
+	}
+	ev := res.(evidence)
+	b := append([]byte(nil), `{"items":[`...)
+	for i, rep := range ev.reports {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendReport(b, rep)
+	}
+	for i, fb := range ev.feedback {
+		if i > 0 || len(ev.reports) > 0 {
+			b = append(b, ',')
+		}
+		b = appendFeedbackEvidence(b, fb)
+	}
+	return ok(append(b, "]}"...))
+}
+
+// appendReport renders seed 001's 201 body.
+func appendReport(b []byte, p engine.Report) []byte {
+	b = append(b, '{')
+	b = jsonw.Key(b, "id")
+	b = jsonw.String(b, p.ID)
+	b = jsonw.Key(b, "job_id")
+	b = jsonw.String(b, p.RunID)
+	b = jsonw.Key(b, "kind")
+	b = jsonw.String(b, p.Kind)
+	b = jsonw.Key(b, "scorer")
+	b = jsonw.String(b, p.Scorer)
+	b = jsonw.Key(b, "turn_id")
+	b = jsonw.StringOrNull(b, p.TurnID)
+	b = jsonw.Key(b, "trace_id")
+	b = jsonw.StringOrNull(b, p.TraceID)
+	b = jsonw.Key(b, "value")
+	b = jsonw.FloatPtr(b, p.Value)
+	b = jsonw.Key(b, "weight")
+	b = jsonw.Float(b, p.Weight)
+	b = jsonw.Key(b, "gate")
+	b = jsonw.Bool(b, false)
+	b = jsonw.Key(b, "detail_json")
+	if p.Detail == "" {
+		b = append(b, "{}"...)
+	} else {
+		b = append(b, p.Detail...)
+	}
+	if p.Kind == engine.ReportChoice {
+		b = jsonw.Key(b, "shown")
+		b = append(b, p.Shown...)
+		b = jsonw.Key(b, "chosen")
+		b = append(b, p.Chosen...)
+		if p.Prompt != "" {
+			b = jsonw.Key(b, "prompt")
+			b = jsonw.String(b, p.Prompt)
+		}
+	}
+	b = jsonw.Key(b, "created_at")
+	b = jsonw.Time(b, p.CreatedAt)
+	b = jsonw.Key(b, "updated_at")
+	b = jsonw.Time(b, p.UpdatedAt)
+	return append(b, '}')
+}
+
+// appendFeedbackEvidence renders seed-004 feedback in the report shape:
+// kind "feedback", value = score, comment and labels in detail_json.
+func appendFeedbackEvidence(b []byte, fb engine.Feedback) []byte {
+	b = append(b, '{')
+	b = jsonw.Key(b, "id")
+	b = jsonw.String(b, fb.ID)
+	b = jsonw.Key(b, "job_id")
+	b = jsonw.String(b, fb.RunID)
+	b = jsonw.Key(b, "kind")
+	b = jsonw.String(b, engine.FeedbackSignal)
+	b = jsonw.Key(b, "scorer")
+	b = jsonw.String(b, engine.FeedbackSignal)
+	b = jsonw.Key(b, "turn_id")
+	b = append(b, "null"...)
+	b = jsonw.Key(b, "trace_id")
+	b = append(b, "null"...)
+	b = jsonw.Key(b, "value")
+	b = jsonw.FloatPtr(b, fb.Score)
+	b = jsonw.Key(b, "weight")
+	b = jsonw.Float(b, 1)
+	b = jsonw.Key(b, "gate")
+	b = jsonw.Bool(b, false)
+	b = jsonw.Key(b, "detail_json")
+	b = append(b, '{')
+	if fb.Comment != "" {
+		b = jsonw.Key(b, "comment")
+		b = jsonw.String(b, fb.Comment)
+	}
+	if len(fb.Labels) > 0 {
+		b = jsonw.Key(b, "labels")
+		b = jsonw.StringMap(b, fb.Labels)
+	}
+	b = append(b, '}')
+	b = jsonw.Key(b, "created_at")
+	b = jsonw.Time(b, fb.CreatedAt)
+	b = jsonw.Key(b, "updated_at")
+	b = jsonw.Time(b, fb.CreatedAt)
+	return append(b, '}')
+}
