@@ -94,7 +94,7 @@ const (
 	maxIDLen     = 200
 	maxNameLen   = 200
 	maxLabels    = 64
-	maxLabelKey  = 100
+	maxLabelKey  = 317 // a 253-character DNS prefix, '/', a 63-character name
 	maxLabelVal  = 256
 	maxObjectLen = 500
 	maxNoteLen   = 4096
@@ -379,7 +379,7 @@ func checkText(path, v string, min, max int) error {
 	return nil
 }
 
-// CheckLabels validates free-form labels: at most 64, keys 1–100 bytes,
+// CheckLabels validates free-form labels: at most 64, keys 1–317 bytes,
 // values at most 256 bytes.
 func CheckLabels(path string, labels map[string]string) error {
 	if len(labels) > maxLabels {

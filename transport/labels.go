@@ -16,6 +16,9 @@ var (
 )
 
 func checkSeedLabels(path string, labels map[string]string) error {
+	if len(labels) > maxSeedLabels {
+		return field.Errorf(path, "at most %d labels", maxSeedLabels)
+	}
 	for k, v := range labels {
 		at := field.Join(path, k)
 		name := k
@@ -34,6 +37,9 @@ func checkSeedLabels(path string, labels map[string]string) error {
 	}
 	return nil
 }
+
+// maxSeedLabels bounds the labels of one record, as on the native door.
+const maxSeedLabels = 64
 
 // parseLabelFilter reads a "k1=v1,k2=v2" query parameter.
 func parseLabelFilter(path, s string) (map[string]string, error) {

@@ -46,6 +46,9 @@ func seedMetadata(b *body) (ext string, labels map[string]string) {
 	}
 	b.strict("externalId", "labels")
 	ext = b.str("externalId", false)
+	if len(ext) > 200 {
+		b.fail("externalId", "must be at most 200 characters")
+	}
 	labels = b.labels("labels")
 	if t := b.top(); t.err == nil {
 		t.err = checkSeedLabels(field.Join(b.path, "labels"), labels)
