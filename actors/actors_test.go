@@ -100,6 +100,11 @@ func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Selection answers before its append; a query waits for it, so tests
+	// start from a durable agent.
+	if _, err := r.Query(info.ID, func(*engine.Agent, time.Time) (any, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
 	return info, res.(engine.CreatedRun).Run
 }
 

@@ -265,9 +265,11 @@ func (x *agentActor) hold(ctx actor.Context, rep *reply) {
 	}
 }
 
+// respond answers the current request. The in-flight count drops first, so
+// a caller that sends its next request on the answer is never counted twice.
 func (x *agentActor) respond(ctx actor.Context, rep *reply) {
-	ctx.Respond(rep)
 	x.entry.inflight.Add(-1)
+	ctx.Respond(rep)
 }
 
 func (x *agentActor) startAppend(ctx actor.Context) {
@@ -311,8 +313,8 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	keep := x.waiters[:0]
 	for _, w := range x.waiters {
 		if w.gen <= x.durableGen {
-			ctx.Send(w.sender, w.reply)
 			x.entry.inflight.Add(-1)
+			ctx.Send(w.sender, w.reply)
 		} else {
 			keep = append(keep, w)
 		}
@@ -331,8 +333,8 @@ func (x *agentActor) fail(ctx actor.Context, err error) {
 	x.reg.cfg.Logger.Error("agent log append failed", "agent", x.agentID, "err", err)
 	x.broken = true
 	for _, w := range x.waiters {
-		ctx.Send(w.sender, &reply{err: err})
 		x.entry.inflight.Add(-1)
+		ctx.Send(w.sender, &reply{err: err})
 	}
 	x.waiters = nil
 	x.unpublish(^uint64(0))
@@ -387,6 +389,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 	if m.seq > x.snapSeq {
 		x.snapSeq = m.seq
 	}
+	x.maybeSnapshot(ctx) // events that arrived while this one was written may be due
 }
 
 // onIdle passivates the actor: it takes a last snapshot so the next
@@ -442,8 +445,8 @@ func (x *agentActor) drain(ctx actor.Context) {
 		if w.gen > x.durableGen {
 			rep = &reply{err: fmt.Errorf("agent %s stopped before the write was durable: %w", x.agentID, ErrUnavailable)}
 		}
-		ctx.Send(w.sender, rep)
 		x.entry.inflight.Add(-1)
+		ctx.Send(w.sender, rep)
 	}
 	x.waiters = nil
 	x.unpublish(^uint64(0))
