@@ -317,24 +317,8 @@ func (h *HTTP) getSeedVariation(c *call, agentRef, varID string) (result, error)
 
 // appendSeedObjective renders a run as a seed-004 Objective.
 func (h *HTTP) appendSeedObjective(b []byte, ws string, r engine.Run, v *engine.Variation) []byte {
-	b = append(b, `{"metadata":{`...)
-	b = jsonw.Key(b, "id")
-	b = jsonw.String(b, r.ID)
-	b = jsonw.Key(b, "accountId")
-	b = jsonw.String(b, h.tenancy.AccountID())
-	b = jsonw.Key(b, "workspaceId")
-	b = jsonw.String(b, ws)
-	b = jsonw.Key(b, "profileId")
-	b = jsonw.String(b, r.ProfileID)
-	b = jsonw.Key(b, "createdAt")
-	b = jsonw.Time(b, r.CreatedAt)
-	if r.ExternalID != "" {
-		b = jsonw.Key(b, "externalId")
-		b = jsonw.String(b, r.ExternalID)
-	}
-	b = jsonw.Key(b, "labels")
-	b = jsonw.StringMap(b, r.Labels)
-	b = append(b, '}')
+	b = append(b, '{')
+	b = h.appendOpMetadata(b, ws, opMetadata{r.ID, r.Labels, r.CreatedAt, r.ExternalID, r.ProfileID})
 	b = jsonw.Key(b, "spec")
 	b = append(b, '{')
 	b = jsonw.Key(b, "agentId")
@@ -355,28 +339,44 @@ func (h *HTTP) appendSeedObjective(b []byte, ws string, r engine.Run, v *engine.
 	return append(b, "}}"...)
 }
 
-// appendFeedback renders an ObjectiveFeedback. info always carries
-// submittedBy; with names (includeInfo) it also carries the objective and
-// the variation that ran it.
-func (h *HTTP) appendFeedback(b []byte, ws string, fb engine.Feedback, names map[string]string) []byte {
-	b = append(b, `{"metadata":{`...)
+// opMetadata is seed 004's OperationMetadata, less what the server adds.
+type opMetadata struct {
+	id         string
+	labels     map[string]string
+	createdAt  time.Time
+	externalID string
+	profileID  string
+}
+
+// appendOpMetadata renders "metadata": OperationMetadata.
+func (h *HTTP) appendOpMetadata(b []byte, ws string, m opMetadata) []byte {
+	b = jsonw.Key(b, "metadata")
+	b = append(b, '{')
 	b = jsonw.Key(b, "id")
-	b = jsonw.String(b, fb.ID)
+	b = jsonw.String(b, m.id)
 	b = jsonw.Key(b, "accountId")
 	b = jsonw.String(b, h.tenancy.AccountID())
 	b = jsonw.Key(b, "workspaceId")
 	b = jsonw.String(b, ws)
 	b = jsonw.Key(b, "labels")
-	b = jsonw.StringMap(b, fb.Labels)
+	b = jsonw.StringMap(b, m.labels)
 	b = jsonw.Key(b, "createdAt")
-	b = jsonw.Time(b, fb.CreatedAt)
-	if fb.ExternalID != "" {
+	b = jsonw.Time(b, m.createdAt)
+	if m.externalID != "" {
 		b = jsonw.Key(b, "externalId")
-		b = jsonw.String(b, fb.ExternalID)
+		b = jsonw.String(b, m.externalID)
 	}
 	b = jsonw.Key(b, "profileId")
-	b = jsonw.String(b, fb.ProfileID)
-	b = append(b, '}')
+	b = jsonw.String(b, m.profileID)
+	return append(b, '}')
+}
+
+// appendFeedback renders an ObjectiveFeedback. info always carries
+// submittedBy; with names (includeInfo) it also carries the objective and
+// the variation that ran it.
+func (h *HTTP) appendFeedback(b []byte, ws string, fb engine.Feedback, names map[string]string) []byte {
+	b = append(b, '{')
+	b = h.appendOpMetadata(b, ws, opMetadata{fb.ID, fb.Labels, fb.CreatedAt, fb.ExternalID, fb.ProfileID})
 	b = jsonw.Key(b, "data")
 	b = append(b, '{')
 	if fb.Score != nil {
