@@ -109,6 +109,7 @@ func NewHTTP(cfg HTTPConfig, reg *actors.Registry, tenancy *auth.Tenancy) *HTTP 
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,
+		DisablePreParseMultipartForm:  true, // a multipart body is 415 here, not a parse error
 		Logger:                        quietLogger{cfg.Logger},
 	}
 	return h
@@ -150,6 +151,9 @@ type result struct {
 	status int
 	body   []byte
 	reqID  string // a replayed response's own request id
+	// record, when set, is what an Idempotency-Key records instead of body:
+	// a response that carries a secret records it without the secret.
+	record []byte
 }
 
 func ok(b []byte) (result, error)      { return result{status: 200, body: b}, nil }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plaudit/plaudit/actors"
@@ -45,12 +46,33 @@ const idemPrefix = "idem/"
 type idem struct {
 	key      []byte   // directory key of the record
 	bodyHash [32]byte // of the request body
-	recorded bool     // the actor stored the record
+
+	// state settles who owns the outcome of a write sent to an actor: the
+	// actor's Render (rendered) or the door, which stopped waiting
+	// (abandoned). out, outErr and recorded are written by Render before
+	// it settles the state, and read by the door only after.
+	state    atomic.Int32
+	out      result
+	outErr   error
+	recorded bool // the actor put the record in the write's batch
+	keep     bool // leave the key reserved: an abandoned write may still land
 }
+
+const (
+	idemPending int32 = iota
+	idemRendered
+	idemAbandoned
+)
+
+// staleReservation is how long a reservation holds when its request was
+// abandoned; past it another request may take the key over. It is well
+// above the actors' request timeout, so the abandoned write has landed or
+// been dropped by then.
+const staleReservation = 2 * time.Minute
 
 // idempotency tracks keys whose first request is running.
 type idempotency struct {
-	running sync.Map // record key → struct{}
+	running sync.Map // record key → time reserved
 	ttl     time.Duration
 	now     func() time.Time
 }
@@ -102,7 +124,11 @@ func (h *HTTP) replayOrReserve(c *call, scope, key string) (*record, error) {
 		return nil, field.Errorf("Idempotency-Key", "must be 1-200 printable ASCII characters without spaces")
 	}
 	c.idem = &idem{key: recordKey(c.p.Home, scope, key), bodyHash: sha256.Sum256(c.body)}
-	_, busy := h.idem.running.LoadOrStore(string(c.idem.key), struct{}{})
+	now := time.Now()
+	prev, busy := h.idem.running.LoadOrStore(string(c.idem.key), now)
+	if busy && now.Sub(prev.(time.Time)) > staleReservation {
+		busy = !h.idem.running.CompareAndSwap(string(c.idem.key), prev, now)
+	}
 	// Look for a record after reserving, so a first request that finishes
 	// in between is seen rather than run again.
 	stored, err := h.reg.DirGet(c.idem.key)
@@ -136,7 +162,7 @@ func (h *HTTP) replayOrReserve(c *call, scope, key string) (*record, error) {
 // finish records the outcome of a reserved call unless the actor already
 // did, then releases the key.
 func (h *HTTP) finish(c *call, res result, err error) {
-	if c.idem == nil {
+	if c.idem == nil || c.idem.keep {
 		return
 	}
 	defer h.idem.running.Delete(string(c.idem.key))
@@ -154,6 +180,9 @@ func (h *HTTP) finish(c *call, res result, err error) {
 // recorded (5xx: the client may retry it).
 func (h *HTTP) renderRecord(c *call, res result, err error) []byte {
 	rec := record{status: res.status, body: res.body, bodyHash: c.idem.bodyHash, reqID: c.reqID, at: h.idem.now()}
+	if res.record != nil {
+		rec.body = res.record
+	}
 	if err != nil {
 		f := classify(err)
 		if f.status >= 500 {
@@ -176,31 +205,31 @@ func (c *call) write(do func(*actors.Idempotent) (any, error), render func(any) 
 		}
 		return render(res)
 	}
-	var (
-		out    result
-		outErr error
-		ran    bool
-	)
-	req := &actors.Idempotent{Key: c.idem.key, Render: func(res any, err error) []byte {
-		ran = true
+	id := c.idem
+	req := &actors.Idempotent{Key: id.key, Render: func(res any, err error) []byte {
 		if err == nil {
-			out, outErr = render(res)
+			id.out, id.outErr = render(res)
 		} else {
-			outErr = err
+			id.outErr = err
 		}
-		v := c.h.renderRecord(c, out, outErr)
-		c.idem.recorded = v != nil
+		v := c.h.renderRecord(c, id.out, id.outErr)
+		id.recorded = v != nil
+		id.state.CompareAndSwap(idemPending, idemRendered)
 		return v
 	}}
 	_, err := do(req)
-	if !ran {
-		return result{}, err // never reached the actor: nothing written, nothing recorded
-	}
-	if err != nil && outErr == nil {
-		c.idem.recorded = false // the append carrying the record failed
+	if id.state.CompareAndSwap(idemPending, idemAbandoned) {
+		// Render has not run. If the request never reached the agent,
+		// nothing will be written; otherwise (a timeout) it may still be,
+		// with its record, so the key stays reserved until it goes stale.
+		id.keep = !errors.Is(err, actors.ErrOverloaded)
 		return result{}, err
 	}
-	return out, outErr
+	if err != nil && id.outErr == nil {
+		id.recorded = false // the append carrying the record failed
+		return result{}, err
+	}
+	return id.out, id.outErr
 }
 
 // sweep deletes records older than the TTL; it runs every interval until

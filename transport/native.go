@@ -40,11 +40,18 @@ func (h *HTTP) createKey(c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	b := []byte{'{'}
+	// The secret is shown once (SPEC §1): an Idempotency-Key replay of this
+	// call answers the same record with "key": null.
+	return result{status: 201, body: appendKey(nil, p, secret), record: appendKey(nil, p, "")}, nil
+}
+
+// appendKey renders a new API key; an empty secret renders as null.
+func appendKey(b []byte, p auth.Principal, secret string) []byte {
+	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, p.KeyID)
 	b = jsonw.Key(b, "key")
-	b = jsonw.String(b, secret)
+	b = jsonw.StringOrNull(b, secret)
 	b = jsonw.Key(b, "name")
 	b = jsonw.String(b, p.Name)
 	b = jsonw.Key(b, "workspace_id")
@@ -58,7 +65,7 @@ func (h *HTTP) createKey(c *call) (result, error) {
 	b = append(b, '}')
 	b = jsonw.Key(b, "created_at")
 	b = jsonw.Time(b, p.CreatedAt)
-	return created(append(b, '}'))
+	return append(b, '}')
 }
 
 func (h *HTTP) listAgents(c *call) (result, error) {

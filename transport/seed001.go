@@ -3,6 +3,7 @@ package transport
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
@@ -54,10 +55,7 @@ func decodeReport(raw []byte) (engine.ReportReward, error) {
 				cmd.Value = &v
 			}
 		case engine.ReportReview:
-			cmd.Scorer = b.str("scorer", false)
-			if cmd.Scorer == "" {
-				cmd.Scorer = "review"
-			}
+			cmd.Scorer = scorerOr(b, "review")
 			v, ok := b.num("value", true)
 			if ok && (v < 0 || v > 1) {
 				b.fail("value", "must be between 0 and 1")
@@ -65,10 +63,7 @@ func decodeReport(raw []byte) (engine.ReportReward, error) {
 			cmd.Value = &v
 			weight = 2
 		case engine.ReportChoice:
-			cmd.Scorer = b.str("scorer", false)
-			if cmd.Scorer == "" {
-				cmd.Scorer = "choice"
-			}
+			cmd.Scorer = scorerOr(b, "choice")
 			cmd.Shown, cmd.Chosen = choice(b)
 			if b.has("prompt") {
 				cmd.Prompt = b.str("prompt", false)
@@ -89,7 +84,7 @@ func decodeReport(raw []byte) (engine.ReportReward, error) {
 		cmd.Weight = weight
 		for _, k := range []string{"turn_id", "trace_id"} {
 			if b.has(k) {
-				if s := b.str(k, false); len(s) < 1 || len(s) > maxTurnLen {
+				if n := utf8.RuneCountInString(b.str(k, false)); n < 1 || n > maxTurnLen {
 					b.fail(k, "must be 1-%d characters", maxTurnLen)
 				}
 			}
@@ -99,6 +94,15 @@ func decodeReport(raw []byte) (engine.ReportReward, error) {
 		return nil
 	})
 	return cmd, err
+}
+
+// scorerOr reads scorer, or def when the field is absent. An explicit empty
+// scorer stays empty, for the engine to reject.
+func scorerOr(b *body, def string) string {
+	if !b.has("scorer") {
+		return def
+	}
+	return b.str("scorer", false)
 }
 
 // choice reads shown (2-20 items) and chosen (one of them, or null).
