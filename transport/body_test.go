@@ -61,3 +61,27 @@ func FuzzSignalBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReportBody: any body decodes or fails with a field error (a 400).
+func FuzzReportBody(f *testing.F) {
+	f.Add([]byte(`{"kind":"external","scorer":"ci.tests","value":0.5,"detail":{"suite":"unit","n":3,"ok":true,"x":null}}`))
+	f.Add([]byte(`{"kind":"choice","shown":["a",{"x":[1,2]}],"chosen":{"x":[1,2]},"prompt":"pick"}`))
+	f.Add([]byte(`{"kind":"review","value":1,"trace_id":"tr-1","weight":1000}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := decodeReport(b); err != nil && !errors.Is(err, field.ErrInvalid) {
+			t.Fatalf("error %v is not a 400", err)
+		}
+	})
+}
+
+// FuzzFeedbackBody: the strict seed-004 decoder never panics and fails
+// only with field errors.
+func FuzzFeedbackBody(f *testing.F) {
+	f.Add([]byte(`{ "metadata": {}, "data": { "score": 1.0, "comment": "Short and on point." } }`))
+	f.Add([]byte(`{"metadata":{"externalId":"review-4521","labels":{"source":"csat","cadenya.com/x":"y"}},"data":{"score":-0.8}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := decodeFeedback(b); err != nil && !errors.Is(err, field.ErrInvalid) {
+			t.Fatalf("error %v is not a 400", err)
+		}
+	})
+}
