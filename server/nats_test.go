@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
@@ -172,5 +173,34 @@ func TestNATSServiceIsDiscoverable(t *testing.T) {
 		if !subjects[fmt.Sprintf("plaudit.v1.*.*.%s", op)] {
 			t.Errorf("endpoint %s missing from $SRV.INFO: %v", op, subjects)
 		}
+	}
+}
+
+// TestExternalNATS: with NATSURL the server embeds no NATS server and serves
+// its door on the one it is given.
+func TestExternalNATS(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("external nats-server not ready")
+	}
+	s := startServer(t, Config{NATSURL: ns.ClientURL()})
+	if s.nats != nil {
+		t.Fatal("an embedded NATS server was started although NATSURL was given")
+	}
+	api := newClient(t, s, adminKey)
+	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "ext"}`)["id"].(string)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cl := &natsClient{t: t, nc: nc, key: adminKey}
+	if run := cl.must("plaudit.v1.default."+agent+".select", `{}`); run["agent_id"] != agent {
+		t.Fatalf("select over the external NATS = %v", run)
 	}
 }

@@ -44,6 +44,15 @@ func TestKill9LosesNoAcknowledgedSignal(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		runs = append(runs, api.id(api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`)))
 	}
+	// Acknowledged claims, traces, a finish and an objective version must
+	// survive the kill too.
+	api.must(201, "POST", "/api/v1/agents/"+agent+"/runs/"+runs[0]+"/claims", `{"object": "zendesk.ticket/42"}`)
+	api.must(201, "POST", "/api/v1/agents/"+agent+"/runs/"+runs[0]+"/traces", `{"trace_id": "tr-1"}`)
+	api.must(200, "POST", "/api/v1/agents/"+agent+"/runs/"+runs[1]+"/finish", `{"succeeded": true}`)
+	api.must(200, "PUT", "/api/v1/agents/"+agent+"/objective", `{"definition": {"terms": [{"signal": "load.test", "weight": 1, "agg": "count"}]}}`)
+	runBefore := api.mustRaw(200, "GET", "/api/v1/agents/"+agent+"/runs/"+runs[0], "")
+	finishedBefore := api.mustRaw(200, "GET", "/api/v1/agents/"+agent+"/runs/"+runs[1], "")
+	objectiveBefore := api.mustRaw(200, "GET", "/api/v1/agents/"+agent+"/objective/versions/1", "")
 
 	type ack struct{ run, body, id string }
 	var (
@@ -94,6 +103,15 @@ func TestKill9LosesNoAcknowledgedSignal(t *testing.T) {
 	restarted := time.Now()
 	srv = startPlaudit(t, bin, data, "second")
 	api = &kclient{t: t, hc: hc, base: srv.base}
+	for path, before := range map[string][]byte{
+		"/runs/" + runs[0]:      runBefore,
+		"/runs/" + runs[1]:      finishedBefore,
+		"/objective/versions/1": objectiveBefore,
+	} {
+		if after := api.mustRaw(200, "GET", "/api/v1/agents/"+agent+path, ""); string(after) != string(before) {
+			t.Errorf("%s after kill -9:\n%s\nwant\n%s", path, after, before)
+		}
+	}
 	stored := map[string]map[string]bool{} // run → signal ids
 	for _, r := range runs {
 		stored[r] = map[string]bool{}
