@@ -66,8 +66,9 @@ type waiter struct {
 }
 
 // agentActor owns one *engine.Agent. Its invariant: a reply leaves only when
-// every event applied before it was computed is durable, so no client ever
-// sees state that a crash could take back. Appends are pipelined: while one
+// every write queued before it was computed is durable, so no client ever
+// sees state that a crash could take back; the one exception is selection
+// (see answerSelect). Appends are pipelined: while one
 // batch is being synced, the events of newer requests queue and go out as
 // the next batch, so a hot agent needs one fsync per batch, not per request.
 type agentActor struct {
@@ -94,7 +95,7 @@ type agentActor struct {
 	snapping    bool
 	snapWaiting *engine.State // a view taken ahead of durability, saved when durable reaches it
 
-	published []publishedKV // directory entries in Registry.pendingIdx, by the seq that writes them
+	published []publishedKV // directory entries in Registry.pendingIdx, by the generation that writes them
 
 	// io counts the append and snapshot goroutines; lastAppend is written by
 	// the append goroutine before io.Done, for drain to read after io.Wait.
