@@ -1,0 +1,123 @@
+package auth
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+)
+
+func openTenancy(t *testing.T, dir, bootstrap string) (*Tenancy, string) {
+	t.Helper()
+	store, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ten, key, err := Open(store, bootstrap, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ten, key
+}
+
+func TestFirstStartMakesAccountWorkspaceAndAdminKey(t *testing.T) {
+	ten, key := openTenancy(t, t.TempDir(), "")
+	if !strings.HasPrefix(ten.AccountID(), "account_") || !strings.HasPrefix(key, "pl_") || len(key) < 40 {
+		t.Fatalf("account %q, key %q", ten.AccountID(), key)
+	}
+	p, err := ten.Authenticate("Bearer " + key)
+	if err != nil || !p.Admin || p.Home != DefaultWorkspace || !strings.HasPrefix(p.ProfileID, "profile_") {
+		t.Fatalf("admin principal = %+v, %v", p, err)
+	}
+	if _, ok := ten.Workspace(DefaultWorkspace); !ok {
+		t.Fatal("no default workspace")
+	}
+}
+
+func TestBootstrapKeyIsNotPrinted(t *testing.T) {
+	ten, printed := openTenancy(t, t.TempDir(), "my-admin-key")
+	if printed != "" {
+		t.Fatalf("a given bootstrap key was printed back: %q", printed)
+	}
+	if p, err := ten.Authenticate("Bearer my-admin-key"); err != nil || !p.Admin {
+		t.Fatalf("bootstrap key: %+v, %v", p, err)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	store, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, admin, err := Open(store, "", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := ten.Authenticate("Bearer " + admin)
+	ws, err := ten.CreateWorkspace(p, "team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wp, secret, err := ten.CreateKey(p, ws.ID, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	account := ten.AccountID()
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, printed := openTenancy(t, dir, "")
+	if printed != "" || again.AccountID() != account {
+		t.Fatalf("reopen printed %q, account %q (was %q)", printed, again.AccountID(), account)
+	}
+	got, err := again.Authenticate("Bearer " + secret)
+	if err != nil || got.KeyID != wp.KeyID || got.Home != ws.ID || got.Admin {
+		t.Fatalf("workspace key after reopen = %+v, %v", got, err)
+	}
+	if _, err := again.Authenticate("Bearer " + admin); err != nil {
+		t.Fatalf("admin key after reopen: %v", err)
+	}
+	if _, ok := again.Workspace(ws.ID); !ok {
+		t.Fatal("workspace lost on reopen")
+	}
+}
+
+func TestAuthorisation(t *testing.T) {
+	ten, admin := openTenancy(t, t.TempDir(), "")
+	ap, _ := ten.Authenticate("Bearer " + admin)
+	ws, _ := ten.CreateWorkspace(ap, "team")
+	wp, _, err := ten.CreateKey(ap, ws.ID, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"unknown key", func() error { _, err := ten.Authenticate("Bearer pl_nope"); return err }(), ErrUnauthenticated},
+		{"no bearer", func() error { _, err := ten.Authenticate(admin); return err }(), ErrUnauthenticated},
+		{"empty", func() error { _, err := ten.Authenticate(""); return err }(), ErrUnauthenticated},
+		{"non-admin creates a workspace", func() error { _, err := ten.CreateWorkspace(wp, "x"); return err }(), ErrForbidden},
+		{"key for another workspace", func() error { _, _, err := ten.CreateKey(wp, DefaultWorkspace, "x"); return err }(), ErrForbidden},
+		{"key for no workspace", func() error { _, _, err := ten.CreateKey(ap, "ws_missing", "x"); return err }(), engine.ErrNotFound},
+		{"nameless workspace", func() error { _, err := ten.CreateWorkspace(ap, ""); return err }(), field.ErrInvalid},
+	}
+	for _, c := range cases {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, c.err, c.want)
+		}
+	}
+	if got := ten.Workspaces(wp); len(got) != 1 || got[0].ID != ws.ID {
+		t.Errorf("a workspace key sees %v", got)
+	}
+	if got := ten.Workspaces(ap); len(got) != 2 {
+		t.Errorf("the admin sees %v", got)
+	}
+}
