@@ -108,40 +108,18 @@ func (r response) json(t *testing.T) map[string]any {
 // unless hdr sets Content-Type.
 func (c *client) request(method, path, body string, hdr map[string]string) response {
 	c.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	r, err := c.rawSend(method, path, body, hdr)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	rid := resp.Header.Get("X-Request-Id")
+	rid := r.header.Get("X-Request-Id")
 	if rid == "" {
-		c.t.Fatalf("%s %s: %d response has no X-Request-Id", method, path, resp.StatusCode)
+		c.t.Fatalf("%s %s: %d response has no X-Request-Id", method, path, r.status)
 	}
 	if _, dup := c.seen.LoadOrStore(rid, true); dup {
 		c.t.Fatalf("%s %s: X-Request-Id %q was already used by an earlier response", method, path, rid)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return r
 }
 
 // must sends a request and fails the test unless the status is want; it
@@ -259,4 +237,37 @@ func expectTime(t *testing.T, v any, want time.Time, path ...any) {
 	if !got.Equal(want) {
 		t.Errorf("at %v: got %s, want %s", path, ts(got), ts(want))
 	}
+}
+
+// rawSend sends one request and returns the answer or the transport error.
+// Unlike client.request it neither fails the test (goroutines may call it)
+// nor insists on a fresh X-Request-Id (a replay repeats the first one).
+func (c *client) rawSend(method, path, body string, hdr map[string]string) (response, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		return response{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -86,39 +84,6 @@ func apiError(t *testing.T, r response, status int, code, want string) {
 	if rid := str(t, body, "error", "request_id"); rid == "" || rid != r.header.Get("X-Request-Id") {
 		t.Errorf("body request_id %q != X-Request-Id %q", rid, r.header.Get("X-Request-Id"))
 	}
-}
-
-// rawSend sends one request and returns the answer or the transport error.
-// Unlike client.request it neither fails the test (goroutines may call it)
-// nor insists on a fresh X-Request-Id (a replay repeats the first one).
-func (c *client) rawSend(method, path, body string, hdr map[string]string) (response, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		return response{}, err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 // holds lets a test hold chosen requests at the door (Config.HTTPAdmitted):
