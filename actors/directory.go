@@ -56,11 +56,21 @@ func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
 	if strings.ContainsRune(agentID, '/') {
 		return engine.AgentInfo{}, fmt.Errorf("agent %s: %w", ref, engine.ErrNotFound)
 	}
-	v, err := r.dirGet(agentKey(ws, agentID))
+	key := agentKey(ws, agentID)
+	// An agent's info never changes once created, so a found one is kept:
+	// every request resolves its agent, and this spares it a store read.
+	if info, ok := r.agentInfos.Load(string(key)); ok {
+		return info.(engine.AgentInfo), nil
+	}
+	v, err := r.dirGet(key)
 	if err != nil {
 		return engine.AgentInfo{}, notFound("agent", ref, err)
 	}
-	return decodeAgentInfo(v)
+	info, err := decodeAgentInfo(v)
+	if err == nil {
+		r.agentInfos.Store(string(key), info)
+	}
+	return info, err
 }
 
 // Agents lists the agents of workspace ws in id (creation) order.

@@ -94,6 +94,8 @@ type Registry struct {
 	// append landed (string key → value), so lookups find them meanwhile.
 	pendingIdx sync.Map
 
+	agentInfos sync.Map // agent directory key → engine.AgentInfo, immutable once created
+
 	randMu  sync.Mutex
 	seedSeq uint64
 	idRand  *rand.Rand // for agent ids
