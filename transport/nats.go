@@ -158,11 +158,15 @@ func (n *NATS) route(c *call, agentRef, op string) (result, error) {
 		}
 		return a.reward(runID)
 	case "feedback":
+		cmd, err := decodeFeedback(c.body)
+		if err != nil {
+			return result{}, err
+		}
 		runID, err := runArg("objectiveId")
 		if err != nil {
 			return result{}, err
 		}
-		return n.h.createFeedback(c, runID)
+		return n.h.feedbackOn(c, cmd, runID, a.agent.ID)
 	}
 	return result{}, fmt.Errorf("operation %q: %w", op, ErrRouteNotFound)
 }

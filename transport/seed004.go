@@ -150,8 +150,13 @@ func (h *HTTP) createFeedback(c *call, ref string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	return h.feedbackOn(c, cmd, runID, agent.ID)
+}
+
+// feedbackOn records decoded feedback on a resolved run.
+func (h *HTTP) feedbackOn(c *call, cmd engine.RecordFeedback, runID, agentID string) (result, error) {
 	cmd.RunID, cmd.ProfileID = runID, c.p.ProfileID
-	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agent.ID, cmd, idem) },
+	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agentID, cmd, idem) },
 		func(res any) (result, error) { return ok(h.appendFeedback(nil, c.ws, res.(engine.Feedback), nil)) })
 }
 
