@@ -298,39 +298,17 @@ func appendReport(b []byte, p engine.Report) []byte {
 // appendFeedbackEvidence renders seed-004 feedback in the report shape:
 // kind "feedback", value = score, comment and labels in detail_json.
 func appendFeedbackEvidence(b []byte, fb engine.Feedback) []byte {
-	b = append(b, '{')
-	b = jsonw.Key(b, "id")
-	b = jsonw.String(b, fb.ID)
-	b = jsonw.Key(b, "job_id")
-	b = jsonw.String(b, fb.RunID)
-	b = jsonw.Key(b, "kind")
-	b = jsonw.String(b, engine.FeedbackSignal)
-	b = jsonw.Key(b, "scorer")
-	b = jsonw.String(b, engine.FeedbackSignal)
-	b = jsonw.Key(b, "turn_id")
-	b = append(b, "null"...)
-	b = jsonw.Key(b, "trace_id")
-	b = append(b, "null"...)
-	b = jsonw.Key(b, "value")
-	b = jsonw.FloatPtr(b, fb.Score)
-	b = jsonw.Key(b, "weight")
-	b = jsonw.Float(b, 1)
-	b = jsonw.Key(b, "gate")
-	b = jsonw.Bool(b, false)
-	b = jsonw.Key(b, "detail_json")
-	b = append(b, '{')
+	detail := []byte{'{'}
 	if fb.Comment != "" {
-		b = jsonw.Key(b, "comment")
-		b = jsonw.String(b, fb.Comment)
+		detail = jsonw.Key(detail, "comment")
+		detail = jsonw.String(detail, fb.Comment)
 	}
 	if len(fb.Labels) > 0 {
-		b = jsonw.Key(b, "labels")
-		b = jsonw.StringMap(b, fb.Labels)
+		detail = jsonw.Key(detail, "labels")
+		detail = jsonw.StringMap(detail, fb.Labels)
 	}
-	b = append(b, '}')
-	b = jsonw.Key(b, "created_at")
-	b = jsonw.Time(b, fb.CreatedAt)
-	b = jsonw.Key(b, "updated_at")
-	b = jsonw.Time(b, fb.CreatedAt)
-	return append(b, '}')
+	detail = append(detail, '}')
+	return appendReport(b, engine.Report{ID: fb.ID, RunID: fb.RunID, Kind: engine.FeedbackSignal,
+		Scorer: engine.FeedbackSignal, Value: fb.Score, Weight: 1, Detail: string(detail),
+		CreatedAt: fb.CreatedAt, UpdatedAt: fb.CreatedAt})
 }
