@@ -92,29 +92,44 @@ func newRegistry(t *testing.T, store persist.Store, tune func(*Config)) *Registr
 
 func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run) {
 	t.Helper()
-	info, err := r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, nil)
+	info, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Execute(info.ID, engine.CreateRun{}, nil)
+	cr, err := createRun(r, info, engine.CreateRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Selection answers before its append; a query waits for it, so tests
+	// Selection answers before its append; a read waits for it, so tests
 	// start from a durable agent.
-	if _, err := r.Query(info.ID, func(*engine.Agent, time.Time) (any, error) { return nil, nil }); err != nil {
+	if _, err := Read(r, info.ID, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
 		t.Fatal(err)
 	}
-	return info, res.(engine.CreatedRun).Run
+	return info, cr.Run
+}
+
+// answer folds a write's outcome into one error: delivery or verdict.
+func answer[R any](out *Outcome[R], err error) (R, error) {
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return out.Result, out.Err
+}
+
+func createRun(r *Registry, info engine.AgentInfo, cmd engine.CreateRun) (engine.CreatedRun, error) {
+	return answer(r.CreateRun(info, cmd, false))
+}
+
+func runSignals(r *Registry, agentID, runID string) ([]engine.Signal, error) {
+	return Read(r, agentID, func(a *engine.Agent, _ time.Time) ([]engine.Signal, error) { return a.RunSignals(runID) })
 }
 
 func signal(r *Registry, agentID, runID string, i int) (engine.SignalResult, error) {
-	res, err := r.Execute(agentID, engine.RecordSignal{Kind: "k", Value: float64(i), RunID: runID,
-		DedupKey: fmt.Sprint("d-", i)}, nil)
-	if err != nil {
-		return engine.SignalResult{}, err
-	}
-	return res.(engine.SignalResult), nil
+	cmd := engine.RecordSignal{Kind: "k", Value: float64(i), RunID: runID, DedupKey: fmt.Sprint("d-", i)}
+	return answer(Write(r, agentID, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
+		return a.RecordSignal(cmd, now, rnd)
+	}))
 }
 
 func TestReplyWaitsForDurability(t *testing.T) {
@@ -130,8 +145,8 @@ func TestReplyWaitsForDurability(t *testing.T) {
 	// before it is durable either: it waits too.
 	read := make(chan int, 1)
 	go func() {
-		res, _ := r.Query(info.ID, func(a *engine.Agent, _ time.Time) (any, error) { return a.RunSignals(run.ID) })
-		read <- len(res.([]engine.Signal))
+		res, _ := runSignals(r, info.ID, run.ID)
+		read <- len(res)
 	}()
 	select {
 	case err := <-done:
@@ -234,8 +249,8 @@ func TestPassivatedAgentRecoversItsState(t *testing.T) {
 	if err != nil || !again.Duplicate {
 		t.Fatalf("dedup key after recovery: %+v, %v", again, err)
 	}
-	res, err := r.Query(info.ID, func(a *engine.Agent, _ time.Time) (any, error) { return a.RunSignals(run.ID) })
-	if err != nil || len(res.([]engine.Signal)) != 10 {
+	res, err := runSignals(r, info.ID, run.ID)
+	if err != nil || len(res) != 10 {
 		t.Fatalf("recovered %v signals, err %v", res, err)
 	}
 }
@@ -325,11 +340,11 @@ func crashRound(t *testing.T, seed uint64) {
 	wg.Wait()
 	live := map[string][]engine.Signal{}
 	for _, tg := range targets {
-		res, err := r.Query(tg.info.ID, func(a *engine.Agent, _ time.Time) (any, error) { return a.RunSignals(tg.run.ID) })
+		res, err := runSignals(r, tg.info.ID, tg.run.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		live[tg.info.ID] = res.([]engine.Signal)
+		live[tg.info.ID] = res
 	}
 	r.Close()
 	_ = store.Close()
@@ -342,11 +357,11 @@ func crashRound(t *testing.T, seed uint64) {
 	r2 := New(Config{Store: store2, Seed: 8})
 	defer r2.Close()
 	for _, tg := range targets {
-		res, err := r2.Query(tg.info.ID, func(a *engine.Agent, _ time.Time) (any, error) { return a.RunSignals(tg.run.ID) })
+		res, err := runSignals(r2, tg.info.ID, tg.run.ID)
 		if err != nil {
 			t.Fatalf("recover %s: %v", tg.info.ID, err)
 		}
-		got := res.([]engine.Signal)
+		got := res
 		want := live[tg.info.ID]
 		if len(got) > len(want) {
 			t.Fatalf("%s recovered %d signals, the live agent had %d", tg.info.ID, len(got), len(want))
@@ -378,11 +393,11 @@ func TestSelectAnswersBeforeItsAppendAndStaysFindable(t *testing.T) {
 	info, _ := createAgentWithRun(t, r)
 
 	g.hold()
-	res, err := r.Execute(info.ID, engine.CreateRun{ExternalID: "ticket-7"}, nil)
+	cr, err := createRun(r, info, engine.CreateRun{ExternalID: "ticket-7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := res.(engine.CreatedRun).Run
+	run := cr.Run
 	<-g.entered // its append is held: the answer came before durability
 	for _, ref := range []string{run.ID, "external_id:ticket-7"} {
 		if id, owner, err := r.Run("default", ref); err != nil || id != run.ID || owner.ID != info.ID {
@@ -414,11 +429,11 @@ func TestLostSelectIsNotFoundLater(t *testing.T) {
 	r := newRegistry(t, g, nil)
 	info, _ := createAgentWithRun(t, r)
 	g.hold()
-	res, err := r.Execute(info.ID, engine.CreateRun{}, nil)
+	cr, err := createRun(r, info, engine.CreateRun{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := res.(engine.CreatedRun).Run
+	run := cr.Run
 	<-g.entered
 	g.crash()
 	waitFor(t, func() bool { _, _, err := r.Run("default", run.ID); return errors.Is(err, engine.ErrNotFound) })
@@ -436,7 +451,7 @@ func TestDurableSelectWaitsForItsAppend(t *testing.T) {
 	info, _ := createAgentWithRun(t, r)
 	g.hold()
 	done := make(chan error, 1)
-	go func() { _, err := r.Execute(info.ID, engine.CreateRun{}, nil); done <- err }()
+	go func() { _, err := createRun(r, info, engine.CreateRun{}); done <- err }()
 	<-g.entered
 	select {
 	case err := <-done:

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,21 +13,8 @@ import (
 	"github.com/plaudit/plaudit/persist"
 )
 
-// Messages an agent actor receives.
+// Messages an agent actor receives besides *request and *attach.
 type (
-	request interface{ isRequest() }
-	execute struct {
-		cmd  engine.Command
-		idem *Idempotent
-	}
-	query struct {
-		fn func(a *engine.Agent, now time.Time) (any, error)
-	}
-	// reply answers a request.
-	reply struct {
-		result any
-		err    error
-	}
 	// committed reports the end of one log append.
 	committed struct {
 		last uint64 // the batch's last event sequence
@@ -40,29 +28,16 @@ type (
 	}
 )
 
-func (*execute) isRequest() {}
-func (*query) isRequest()   {}
-
-// Idempotent asks the actor to store the request's idempotency record in
-// the same batch as the request's own events, so a retry after any crash
-// either finds the record or finds nothing written. Render makes the record
-// from the command's outcome; it runs inside the actor.
-type Idempotent struct {
-	Key    []byte
-	Render func(result any, err error) []byte
-}
-
 // publishedKV is a directory key published in memory ahead of its append.
 type publishedKV struct {
 	gen uint64
 	key string
 }
 
-// waiter is a reply held until every write up to generation gen is durable.
+// waiter is a request held until every write up to generation gen is durable.
 type waiter struct {
-	gen    uint64
-	sender *actor.PID
-	reply  *reply
+	gen uint64
+	req *request
 }
 
 // agentActor owns one *engine.Agent. Its invariant: a reply leaves only when
@@ -89,6 +64,11 @@ type agentActor struct {
 	appending  bool   // an append is in flight
 	waiters    []waiter
 	broken     bool // an append failed: the in-memory state may be ahead of disk
+	// held counts decided writes whose events wait for their records (see
+	// request.hold): no batch leaves while one is held, because the batch
+	// holding a write's events must also hold its records.
+	held     int
+	heldReqs []*request
 
 	snapSeq     uint64    // last event covered by a saved snapshot
 	snapDue     time.Time // when the unsnapshotted events must be snapshotted
@@ -113,10 +93,10 @@ func (x *agentActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		x.recover()
 		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
-	case *execute:
-		x.execute(ctx, m)
-	case *query:
-		x.query(ctx, m)
+	case *request:
+		x.serve(ctx, m)
+	case *attach:
+		x.attach(ctx, m.req)
 	case *committed:
 		x.onCommitted(ctx, m)
 	case *snapshotted:
@@ -153,7 +133,9 @@ func restore(rec persist.Recovered) (*engine.Agent, error) {
 		if st.Seq != rec.SnapshotSeq {
 			return nil, fmt.Errorf("snapshot holds seq %d, stored as %d", st.Seq, rec.SnapshotSeq)
 		}
-		a = engine.Restore(st)
+		if a, err = engine.Restore(st); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	for i, b := range rec.Tail {
 		seq := rec.SnapshotSeq + uint64(i) + 1
@@ -168,42 +150,79 @@ func restore(rec persist.Recovered) (*engine.Agent, error) {
 	return a, nil
 }
 
-func (x *agentActor) execute(ctx actor.Context, m *execute) {
-	if x.recoverErr != nil {
-		x.respond(ctx, &reply{err: x.recoverErr})
+// serve runs a request. A request whose caller gave up before it got here
+// is dropped unexecuted.
+func (x *agentActor) serve(ctx actor.Context, q *request) {
+	if !q.take() {
+		x.entry.inflight.Add(-1)
 		return
 	}
-	res, events, err := x.agent.Execute(m.cmd, x.reg.cfg.Now(), x.rnd)
+	switch {
+	case x.recoverErr != nil:
+		x.respond(q, x.recoverErr)
+		return
+	case x.broken:
+		x.respond(q, fmt.Errorf("agent %s is stopping: %w", x.agentID, ErrUnavailable))
+		return
+	case q.read && !x.agent.Created():
+		// A read of an agent that does not exist answers through its
+		// closure's verdict; here the engine has nothing to ask.
+		x.respond(q, fmt.Errorf("agent %s: %w", x.agentID, engine.ErrNotFound))
+		return
+	}
+	events, _ := q.do(x.agent, x.reg.cfg.Now(), x.rnd)
 	var kvs []persist.KV
 	if len(events) > 0 {
 		kvs = x.enqueue(events, nil)
 	}
-	if m.idem != nil {
-		rec := persist.KV{Key: m.idem.Key, Value: m.idem.Render(res, err)}
-		kvs = append(kvs, x.enqueue(nil, []persist.KV{rec})...)
-	}
-	if _, selecting := m.cmd.(engine.CreateRun); selecting && err == nil && !x.reg.cfg.DurableSelect {
-		x.answerSelect(ctx, &reply{result: res}, kvs)
+	if q.early && !q.hold && !x.reg.cfg.DurableSelect {
+		x.answerEarly(ctx, q, kvs)
 		return
 	}
-	x.hold(ctx, &reply{result: res, err: err})
+	if q.hold {
+		if len(events) > 0 {
+			q.heldEvents = true
+			x.held++
+		}
+		x.heldReqs = append(x.heldReqs, q)
+		close(q.decided)
+		return
+	}
+	x.hold(ctx, q)
 }
 
-// answerSelect answers a run creation before its event is synced: the
+// attach completes a held write: its records join the queued writes, so
+// they leave in the same batch as its events.
+func (x *agentActor) attach(ctx actor.Context, q *request) {
+	i := slices.Index(x.heldReqs, q)
+	if i < 0 {
+		return // the actor failed or drained meanwhile and answered it
+	}
+	x.heldReqs = slices.Delete(x.heldReqs, i, i+1)
+	if q.heldEvents {
+		x.held--
+	}
+	if len(q.records) > 0 {
+		x.enqueue(nil, q.records)
+	}
+	x.hold(ctx, q)
+}
+
+// answerEarly answers a run creation before its event is synced: the
 // selection fast path. Every other reply still waits for durability, and a
 // run's events precede in the log any later event that references it, so a
 // crash can lose such a run only while nothing acknowledged refers to it.
 // Until the append lands, the run's directory entries are published in
-// memory so other doors can already find it.
-func (x *agentActor) answerSelect(ctx actor.Context, rep *reply, kvs []persist.KV) {
+// memory so other doors can already find it. A held write (one with an
+// Idempotency-Key record) never answers early: its record must be durable
+// before a retry may rely on it.
+func (x *agentActor) answerEarly(ctx actor.Context, q *request, kvs []persist.KV) {
 	for _, kv := range kvs {
 		x.reg.pendingIdx.Store(string(kv.Key), kv.Value)
 		x.published = append(x.published, publishedKV{gen: x.gen, key: string(kv.Key)})
 	}
-	x.respond(ctx, rep)
-	if !x.appending {
-		x.startAppend(ctx)
-	}
+	x.respond(q, nil)
+	x.maybeAppend(ctx)
 }
 
 // unpublish drops in-memory directory entries once the log holds them (or,
@@ -218,19 +237,6 @@ func (x *agentActor) unpublish(upToGen uint64) {
 		}
 	}
 	x.published = keep
-}
-
-func (x *agentActor) query(ctx actor.Context, m *query) {
-	if x.recoverErr != nil {
-		x.respond(ctx, &reply{err: x.recoverErr})
-		return
-	}
-	if !x.agent.Created() {
-		x.respond(ctx, &reply{err: fmt.Errorf("agent %s: %w", x.agentID, engine.ErrNotFound)})
-		return
-	}
-	res, err := m.fn(x.agent, x.reg.cfg.Now())
-	x.hold(ctx, &reply{result: res, err: err})
 }
 
 // enqueue queues applied events and directory entries for the log as one
@@ -254,23 +260,30 @@ func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.
 }
 
 // hold answers now if every write queued so far is durable, else queues
-// the reply until it is.
-func (x *agentActor) hold(ctx actor.Context, rep *reply) {
+// the request until it is.
+func (x *agentActor) hold(ctx actor.Context, q *request) {
 	if x.gen <= x.durableGen {
-		x.respond(ctx, rep)
+		x.respond(q, nil)
 		return
 	}
-	x.waiters = append(x.waiters, waiter{gen: x.gen, sender: ctx.Sender(), reply: rep})
-	if !x.appending {
-		x.startAppend(ctx)
-	}
+	x.waiters = append(x.waiters, waiter{gen: x.gen, req: q})
+	x.maybeAppend(ctx)
 }
 
-// respond answers the current request. The in-flight count drops first, so
-// a caller that sends its next request on the answer is never counted twice.
-func (x *agentActor) respond(ctx actor.Context, rep *reply) {
+// respond completes a request. The in-flight count drops first, so a
+// caller that sends its next request on the answer is never counted twice.
+func (x *agentActor) respond(q *request, err error) {
 	x.entry.inflight.Add(-1)
-	ctx.Respond(rep)
+	q.finish(err)
+}
+
+// maybeAppend starts an append of the queued writes unless one is in
+// flight, there is nothing to write, or a held write keeps the batch open.
+func (x *agentActor) maybeAppend(ctx actor.Context) {
+	if x.appending || x.held > 0 || x.gen <= x.durableGen {
+		return
+	}
+	x.startAppend(ctx)
 }
 
 func (x *agentActor) startAppend(ctx actor.Context) {
@@ -314,17 +327,14 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	keep := x.waiters[:0]
 	for _, w := range x.waiters {
 		if w.gen <= x.durableGen {
-			x.entry.inflight.Add(-1)
-			ctx.Send(w.sender, w.reply)
+			x.respond(w.req, nil)
 		} else {
 			keep = append(keep, w)
 		}
 	}
 	clear(x.waiters[len(keep):])
 	x.waiters = keep
-	if x.gen > x.durableGen {
-		x.startAppend(ctx)
-	}
+	x.maybeAppend(ctx)
 	x.maybeSnapshot(ctx)
 }
 
@@ -333,14 +343,22 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 func (x *agentActor) fail(ctx actor.Context, err error) {
 	x.reg.cfg.Logger.Error("agent log append failed", "agent", x.agentID, "err", err)
 	x.broken = true
-	for _, w := range x.waiters {
-		x.entry.inflight.Add(-1)
-		ctx.Send(w.sender, &reply{err: err})
-	}
-	x.waiters = nil
-	x.unpublish(^uint64(0))
+	x.failWaiting(err)
 	x.reg.forget(x.agentID, x.entry)
 	ctx.Stop(ctx.Self())
+}
+
+// failWaiting answers every request still waiting with err.
+func (x *agentActor) failWaiting(err error) {
+	for _, w := range x.waiters {
+		x.respond(w.req, err)
+	}
+	x.waiters = nil
+	for _, q := range x.heldReqs {
+		x.respond(q, err)
+	}
+	x.heldReqs, x.held = nil, 0
+	x.unpublish(^uint64(0))
 }
 
 // maybeSnapshot saves a snapshot when enough events or time have passed. The
@@ -398,7 +416,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 // request is still under way it stays, and re-arms the timeout (protoactor
 // cancels it once it fires).
 func (x *agentActor) onIdle(ctx actor.Context) {
-	if x.appending || x.snapping || len(x.waiters) > 0 || x.gen > x.durableGen {
+	if x.appending || x.snapping || len(x.waiters) > 0 || len(x.heldReqs) > 0 || x.gen > x.durableGen {
 		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 		return
 	}
@@ -417,7 +435,10 @@ func (x *agentActor) onIdle(ctx actor.Context) {
 
 // drain runs when the actor stops (Close, passivation, or a failed append):
 // it waits for in-flight I/O, writes what is still queued, and answers every
-// held request, so a stopped actor leaves neither a write nor a caller behind.
+// waiting request, so a stopped actor leaves neither a write nor a caller
+// behind. Queued writes stay unwritten while a held write waits for its
+// records: its events may not reach the log without them, nor later events
+// without its. Their requests get ErrUnavailable; none was answered yet.
 // Messages the goroutines sent to the actor are dead letters by now.
 func (x *agentActor) drain(ctx actor.Context) {
 	x.io.Wait()
@@ -429,7 +450,7 @@ func (x *agentActor) drain(ctx actor.Context) {
 			x.durable, x.durableGen = x.lastAppend.last, x.lastAppend.gen
 		}
 	}
-	if !x.broken && x.gen > x.durableGen {
+	if !x.broken && x.held == 0 && x.gen > x.durableGen {
 		gen := x.gen
 		b := x.takeBatch()
 		if err := x.reg.store.Append(b); err != nil {
@@ -441,14 +462,14 @@ func (x *agentActor) drain(ctx actor.Context) {
 			}
 		}
 	}
+	keep := x.waiters[:0]
 	for _, w := range x.waiters {
-		rep := w.reply
-		if w.gen > x.durableGen {
-			rep = &reply{err: fmt.Errorf("agent %s stopped before the write was durable: %w", x.agentID, ErrUnavailable)}
+		if w.gen <= x.durableGen {
+			x.respond(w.req, nil)
+		} else {
+			keep = append(keep, w)
 		}
-		x.entry.inflight.Add(-1)
-		ctx.Send(w.sender, rep)
 	}
-	x.waiters = nil
-	x.unpublish(^uint64(0))
+	x.waiters = keep
+	x.failWaiting(fmt.Errorf("agent %s stopped before the write was durable: %w", x.agentID, ErrUnavailable))
 }

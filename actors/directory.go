@@ -3,7 +3,9 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/persist"
@@ -108,24 +110,23 @@ func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
 	return runID, info, err
 }
 
-// CreateRun creates a run of an agent of workspace ws. A run's external id
-// is unique in its workspace, so runs that carry one are created one at a
-// time behind the check.
-func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, idem *Idempotent) (engine.CreatedRun, error) {
+// CreateRun creates a run of agent (selection: see engine.CreateRun). A
+// run's external id is unique in its workspace: a second run claiming one
+// is ErrConflict. Without hold, the answer comes before the run is durable
+// unless Config.DurableSelect (see answerEarly); with hold, see Write.
+func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, hold bool) (*Outcome[engine.CreatedRun], error) {
+	release := func() {}
 	if cmd.ExternalID != "" {
-		r.createMu.Lock()
-		defer r.createMu.Unlock()
-		if _, err := r.dirGet(runExtKey(agent.Workspace, cmd.ExternalID)); err == nil {
-			return engine.CreatedRun{}, fmt.Errorf("run external_id %q already used: %w", cmd.ExternalID, engine.ErrConflict)
-		} else if !errors.Is(err, persist.ErrNotFound) {
-			return engine.CreatedRun{}, err
+		key := runExtKey(agent.Workspace, cmd.ExternalID)
+		release = r.externalIDs.acquire(string(key))
+		if err := r.checkUnused(key, "run", cmd.ExternalID); err != nil {
+			release()
+			return nil, err
 		}
 	}
-	res, err := r.Execute(agent.ID, cmd, idem)
-	if err != nil {
-		return engine.CreatedRun{}, err
-	}
-	return res.(engine.CreatedRun), nil
+	return write(r, agent.ID, hold, true, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.CreatedRun, []engine.Event, error) {
+		return a.CreateRun(cmd, now, rnd)
+	}, release)
 }
 
 func decodeAgentInfo(v []byte) (engine.AgentInfo, error) {
@@ -146,9 +147,6 @@ func notFound(what, ref string, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", what, ref, err)
 }
-
-// DirGet reads a directory key; see dirGet.
-func (r *Registry) DirGet(key []byte) ([]byte, error) { return r.dirGet(key) }
 
 // dirGet reads a directory key, including entries published ahead of their
 // append by the selection fast path.

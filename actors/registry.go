@@ -88,7 +88,9 @@ type Registry struct {
 	shards [64]shard
 	closed atomic.Bool
 
-	createMu sync.Mutex // makes an agent's external id check-and-set atomic
+	// externalIDs serialises the creations that claim one external id, so
+	// its check-and-set is atomic; unrelated creations do not wait.
+	externalIDs reservations
 
 	// pendingIdx holds directory entries of runs answered before their
 	// append landed (string key → value), so lookups find them meanwhile.
@@ -131,9 +133,6 @@ func New(cfg Config) *Registry {
 	return r
 }
 
-// Store is the registry's store.
-func (r *Registry) Store() persist.Store { return r.store }
-
 // newRand returns a fresh random source for an actor.
 func (r *Registry) newRand() *rand.Rand {
 	r.randMu.Lock()
@@ -155,48 +154,48 @@ func (r *Registry) shardOf(agentID string) *shard {
 	return &r.shards[h%uint32(len(r.shards))]
 }
 
-// Execute runs cmd on the agent's actor and returns its result once durable.
-// With idem, the idempotency record idem renders is written in the same
-// batch as the command's events.
-func (r *Registry) Execute(agentID string, cmd engine.Command, idem *Idempotent) (any, error) {
-	return r.request(agentID, &execute{cmd: cmd, idem: idem})
-}
-
-// Query runs fn against the agent's state inside its actor, after every
-// change the actor has applied so far is durable. fn must not keep the
-// *engine.Agent or anything that aliases its state.
-func (r *Registry) Query(agentID string, fn func(a *engine.Agent, now time.Time) (any, error)) (any, error) {
-	return r.request(agentID, &query{fn: fn})
-}
-
-// CreateAgent creates an agent in workspace cmd.Workspace and returns its info.
-func (r *Registry) CreateAgent(cmd engine.CreateAgent, idem *Idempotent) (engine.AgentInfo, error) {
+// CreateAgent creates an agent in workspace cmd.Workspace (the registry
+// picks its id). An external id is unique in the workspace: a second agent
+// claiming one is ErrConflict. With hold, see Write.
+func (r *Registry) CreateAgent(cmd engine.CreateAgent, hold bool) (*Outcome[engine.AgentInfo], error) {
 	r.randMu.Lock()
 	cmd.ID = id.New(id.Agent, r.cfg.Now(), r.idRand)
 	r.randMu.Unlock()
+	release := func() {}
 	if cmd.ExternalID != "" {
-		// Creation is rare; one lock makes the external id check-and-set atomic.
-		r.createMu.Lock()
-		defer r.createMu.Unlock()
-		if _, err := r.store.Get(agentExtKey(cmd.Workspace, cmd.ExternalID)); err == nil {
-			return engine.AgentInfo{}, fmt.Errorf("agent external_id %q already used: %w", cmd.ExternalID, engine.ErrConflict)
-		} else if !errors.Is(err, persist.ErrNotFound) {
-			return engine.AgentInfo{}, err
+		key := agentExtKey(cmd.Workspace, cmd.ExternalID)
+		release = r.externalIDs.acquire(string(key))
+		if err := r.checkUnused(key, "agent", cmd.ExternalID); err != nil {
+			release()
+			return nil, err
 		}
 	}
-	res, err := r.Execute(cmd.ID, cmd, idem)
-	if err != nil {
-		return engine.AgentInfo{}, err
-	}
-	return res.(engine.AgentInfo), nil
+	return write(r, cmd.ID, hold, false, func(a *engine.Agent, now time.Time, _ *rand.Rand) (engine.AgentInfo, []engine.Event, error) {
+		return a.CreateAgent(cmd, now)
+	}, release)
 }
 
-func (r *Registry) request(agentID string, msg request) (any, error) {
+// checkUnused is ErrConflict if the directory holds key.
+func (r *Registry) checkUnused(key []byte, what, ext string) error {
+	_, err := r.dirGet(key)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s external_id %q already used: %w", what, ext, engine.ErrConflict)
+	case errors.Is(err, persist.ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// send admits q to the agent's actor.
+func (r *Registry) send(agentID string, q *request) error {
 	e, err := r.admit(agentID)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return r.await(r.system.Root.RequestFuture(e.pid, msg, r.cfg.RequestTimeout))
+	q.pid = e.pid
+	r.system.Root.Send(e.pid, q)
+	return nil
 }
 
 // admit finds or spawns the agent's actor and counts one request in flight.
@@ -223,15 +222,6 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 	}
 	e.inflight.Add(1)
 	return e, nil
-}
-
-func (r *Registry) await(f *actor.Future) (any, error) {
-	res, err := f.Result()
-	if err != nil {
-		return nil, fmt.Errorf("agent request: %v: %w", err, ErrUnavailable)
-	}
-	rep := res.(*reply)
-	return rep.result, rep.err
 }
 
 // passivate forgets the actor if no request is in flight; the caller then
@@ -289,4 +279,34 @@ func (r *Registry) Close() {
 		_ = f.Wait()
 	}
 	r.system.Shutdown()
+}
+
+// reservations lets one caller at a time hold a key; others wait for it.
+type reservations struct {
+	mu   sync.Mutex
+	held map[string]chan struct{}
+}
+
+// acquire waits until key is free, takes it and returns its release.
+func (rs *reservations) acquire(key string) (release func()) {
+	for {
+		rs.mu.Lock()
+		if rs.held == nil {
+			rs.held = map[string]chan struct{}{}
+		}
+		busy, ok := rs.held[key]
+		if !ok {
+			ch := make(chan struct{})
+			rs.held[key] = ch
+			rs.mu.Unlock()
+			return func() {
+				rs.mu.Lock()
+				delete(rs.held, key)
+				rs.mu.Unlock()
+				close(ch)
+			}
+		}
+		rs.mu.Unlock()
+		<-busy
+	}
 }

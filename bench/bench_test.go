@@ -123,17 +123,13 @@ func TestNATSSelectCountsErrorReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	agent, err := NewSelectAgent(httpDoor(s), Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := NATSSelect(s.NATSURL(), "not-the-key", agent, 2, 6)
+	res, err := NATSSelect(s.NATSURL(), Key, "agt_missing", 2, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ne *NATSError
-	if res.Ops != 0 || res.Errors != 6 || !errors.As(res.FirstErr, &ne) || ne.Code != "401" {
-		t.Fatalf("got %v, want 6 failures with NATS error 401", res)
+	if res.Ops != 0 || res.Errors != 6 || !errors.As(res.FirstErr, &ne) || ne.Code != "404" {
+		t.Fatalf("got %v, want 6 failures with NATS error 404", res)
 	}
 }
 

@@ -115,7 +115,8 @@ func (e *NATSError) Error() string {
 	return fmt.Sprintf("NATS error %s (%s): %s", e.Code, e.Description, e.Body)
 }
 
-// natsRequests runs c requesters sending n requests in total to subject.
+// natsRequests runs c requesters sending n requests in total to subject,
+// connected with key as their NATS token.
 func natsRequests(url, subject, key string, c, n int) (res Result, err error) {
 	conns := make([]*nats.Conn, (c+requestersPerConn-1)/requestersPerConn)
 	defer func() {
@@ -126,7 +127,7 @@ func natsRequests(url, subject, key string, c, n int) (res Result, err error) {
 		}
 	}()
 	for i := range conns {
-		if conns[i], err = nats.Connect(url, nats.Name(fmt.Sprintf("bench-%d", i))); err != nil {
+		if conns[i], err = nats.Connect(url, nats.Name(fmt.Sprintf("bench-%d", i)), nats.Token(key)); err != nil {
 			return Result{}, fmt.Errorf("bench: nats connect: %w", err)
 		}
 	}

@@ -68,10 +68,29 @@ func (a *Agent) Replay(seq uint64, ev Event) error {
 	if seq != a.seq+1 {
 		return fmt.Errorf("engine: replay event %d after %d", seq, a.seq)
 	}
-	return a.apply(ev)
+	if err := a.apply(seq, ev); err != nil {
+		return err
+	}
+	a.seq = seq
+	return nil
 }
 
-func (a *Agent) apply(ev Event) error {
+// commit applies events a command decided on, numbering them after LastSeq.
+func (a *Agent) commit(events []Event) {
+	for _, ev := range events {
+		if err := a.apply(a.seq+1, ev); err != nil {
+			// A decided event that does not apply is a bug, not bad input.
+			panic(err)
+		}
+		a.seq++
+	}
+}
+
+// apply is the one place state changes: live (commit), on replay of the
+// log (Replay) and on restore from a snapshot (Restore). seq is the
+// sequence number of the event; apply stamps it on what the event records
+// (signals, claims, reports), so no command has to predict it.
+func (a *Agent) apply(seq uint64, ev Event) error {
 	switch e := ev.(type) {
 	case AgentCreated:
 		a.info = e.Info
@@ -95,8 +114,10 @@ func (a *Agent) apply(ev Event) error {
 		if r == nil {
 			return fmt.Errorf("engine: claim of unknown run %s", e.RunID)
 		}
-		r.Claims = append(r.Claims, e.Claim)
-		a.objectRuns[e.Claim.Object] = append(a.objectRuns[e.Claim.Object], r.ID)
+		cl := e.Claim
+		cl.Seq = seq
+		r.Claims = append(r.Claims, cl)
+		a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], r.ID)
 	case TraceRegistered:
 		r := a.runs[e.RunID]
 		if r == nil {
@@ -104,7 +125,9 @@ func (a *Agent) apply(ev Event) error {
 		}
 		r.Traces = append(r.Traces, e.Trace)
 	case SignalRecorded:
-		a.addSignal(e.Signal)
+		s := e.Signal
+		s.Seq = seq
+		a.addSignal(s)
 	case VariationCreated:
 		v := e.Variation
 		a.variations[v.ID] = &v
@@ -112,7 +135,9 @@ func (a *Agent) apply(ev Event) error {
 	case FeedbackRecorded:
 		a.applyFeedback(e.Feedback)
 	case ReportRecorded:
-		a.applyReport(e.Report)
+		rep := e.Report
+		rep.Seq = seq
+		a.applyReport(rep)
 	case ObjectivePut:
 		if e.Version != len(a.objectives)+1 {
 			return fmt.Errorf("engine: objective version %d after %d", e.Version, len(a.objectives))
@@ -121,7 +146,6 @@ func (a *Agent) apply(ev Event) error {
 	default:
 		return fmt.Errorf("engine: unknown event %T", ev)
 	}
-	a.seq++
 	return nil
 }
 

@@ -31,8 +31,8 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) exec(cmd Command) (any, error) {
-	res, evs, err := h.a.Execute(cmd, h.now, h.rnd)
+func (h *harness) exec(cmd any) (any, error) {
+	res, evs, err := executeAny(h.a, cmd, h.now, h.rnd)
 	if err != nil && len(evs) != 0 {
 		h.t.Fatalf("%T failed with events %v", cmd, evs)
 	}
@@ -40,7 +40,7 @@ func (h *harness) exec(cmd Command) (any, error) {
 	return res, err
 }
 
-func (h *harness) must(cmd Command) any {
+func (h *harness) must(cmd any) any {
 	h.t.Helper()
 	res, err := h.exec(cmd)
 	if err != nil {
@@ -62,7 +62,7 @@ func TestCommandErrors(t *testing.T) {
 	h.must(FinishRun{RunID: r.ID, Succeeded: true})
 	cases := []struct {
 		name string
-		cmd  Command
+		cmd  any
 		want error
 		path string // for field errors
 	}{
@@ -110,20 +110,20 @@ func TestCreateAgentValidates(t *testing.T) {
 		{CreateAgent{ID: "agt_1", Name: "x", Labels: map[string]string{"": "v"}}, "labels"},
 	}
 	for _, c := range cases {
-		_, evs, err := NewAgent().Execute(c.cmd, t0, rand.New(rand.NewPCG(1, 1)))
+		_, evs, err := executeAny(NewAgent(), c.cmd, t0, rand.New(rand.NewPCG(1, 1)))
 		var fe *field.Error
 		if !errors.As(err, &fe) || fe.Path != c.path || evs != nil {
 			t.Errorf("%+v: err = %v, want a field error at %q", c.cmd, err, c.path)
 		}
 	}
-	info, _, err := NewAgent().Execute(CreateAgent{ID: "agt_1", Name: "x"}, t0, rand.New(rand.NewPCG(1, 1)))
+	info, _, err := executeAny(NewAgent(), CreateAgent{ID: "agt_1", Name: "x"}, t0, rand.New(rand.NewPCG(1, 1)))
 	if err != nil || info.(AgentInfo).SelectionMode != SelectionWeighted {
 		t.Fatalf("default selection mode: %+v, %v", info, err)
 	}
 }
 
 func TestCommandsBeforeCreationAreNotFound(t *testing.T) {
-	_, _, err := NewAgent().Execute(CreateRun{}, t0, rand.New(rand.NewPCG(1, 1)))
+	_, _, err := executeAny(NewAgent(), CreateRun{}, t0, rand.New(rand.NewPCG(1, 1)))
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v", err)
 	}
@@ -332,7 +332,10 @@ func TestReplayEqualsLiveState(t *testing.T) {
 
 func TestRestoreEqualsLiveState(t *testing.T) {
 	h := buildHistory(t)
-	restored := Restore(h.a.Snapshot())
+	restored, err := Restore(h.a.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(restored.Snapshot(), h.a.Snapshot()) {
 		t.Fatal("restored snapshot differs")
 	}

@@ -21,7 +21,10 @@ import (
 var ErrDecode = errors.New("engine: cannot decode")
 
 const (
-	codecVersion  = 1
+	codecVersion = 1 // of events
+	// Snapshot formats: 1 lacked the claims' sequence numbers; 2 has them.
+	snapshotV1    = 1
+	snapshotV2    = 2
 	maxDecodeLen  = 1 << 26 // no string or collection is longer
 	snapshotMagic = 'S'
 )
@@ -94,13 +97,16 @@ func DecodeEvent(b []byte) (ev Event, err error) {
 
 // AppendState appends the encoding of a snapshot view to dst.
 func AppendState(dst []byte, s State) []byte {
-	w := writer(append(dst, codecVersion, snapshotMagic))
+	w := writer(append(dst, snapshotV2, snapshotMagic))
 	w.uvarint(s.Seq)
 	w.boolean(s.Created)
 	w.agentInfo(s.Info)
 	w.uvarint(uint64(len(s.Runs)))
 	for _, r := range s.Runs {
 		w.run(r)
+		for _, c := range r.Claims {
+			w.uvarint(c.Seq)
+		}
 	}
 	w.uvarint(uint64(len(s.Signals)))
 	for _, sig := range s.Signals {
@@ -128,7 +134,8 @@ func AppendState(dst []byte, s State) []byte {
 // DecodeState decodes a snapshot view.
 func DecodeState(b []byte) (State, error) {
 	r := &reader{b: b}
-	if r.byte() != codecVersion || r.byte() != snapshotMagic {
+	format := r.byte()
+	if (format != snapshotV1 && format != snapshotV2) || r.byte() != snapshotMagic {
 		return State{}, fmt.Errorf("%w: not a snapshot", ErrDecode)
 	}
 	var s State
@@ -136,7 +143,16 @@ func DecodeState(b []byte) (State, error) {
 	s.Created = r.boolean()
 	s.Info = r.agentInfo()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Runs = append(s.Runs, r.run())
+		run := r.run()
+		if format == snapshotV2 {
+			for i := range run.Claims {
+				run.Claims[i].Seq = r.uvarint()
+			}
+		}
+		s.Runs = append(s.Runs, run)
+	}
+	if format == snapshotV1 {
+		numberClaimsByTime(s.Runs)
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Signals = append(s.Signals, r.signal())
@@ -154,6 +170,23 @@ func DecodeState(b []byte) (State, error) {
 		s.Reports = append(s.Reports, r.report())
 	}
 	return s, r.done()
+}
+
+// numberClaimsByTime gives the claims of a format-1 snapshot, which did not
+// keep their sequence numbers, an order: by claim time, ties in run order.
+// It is the order format 1 restored, and at most off for claims made in the
+// same instant.
+func numberClaimsByTime(runs []Run) {
+	var all []*Claim
+	for i := range runs {
+		for j := range runs[i].Claims {
+			all = append(all, &runs[i].Claims[j])
+		}
+	}
+	slices.SortStableFunc(all, func(x, y *Claim) int { return x.CreatedAt.Compare(y.CreatedAt) })
+	for i, c := range all {
+		c.Seq = uint64(i + 1)
+	}
 }
 
 type writer []byte

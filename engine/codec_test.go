@@ -32,7 +32,11 @@ func TestStateCodecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(Restore(got), h.a) {
+	restored, err := Restore(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(restored, h.a) {
 		t.Fatal("agent restored from an encoded snapshot differs from the live agent")
 	}
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
-// Command is a request to change an agent.
-type Command interface{ command() }
+// Commands are plain values; each is carried out by the *Agent method of
+// the same name, which validates it against the current state, applies the
+// events it decides on and returns its typed answer with those events, for
+// the caller to persist. On error nothing changed and no event is returned.
 
 // CreateAgent creates the agent; ID is chosen by the caller, which routes
 // by it before the agent exists.
@@ -57,14 +59,6 @@ type PutObjective struct {
 	Note       string
 }
 
-func (CreateAgent) command()   {}
-func (CreateRun) command()     {}
-func (FinishRun) command()     {}
-func (ClaimObject) command()   {}
-func (RegisterTrace) command() {}
-func (RecordSignal) command()  {}
-func (PutObjective) command()  {}
-
 // SignalResult is what RecordSignal answers: the stored signal and whether
 // the call was a repeat of its dedup key.
 type SignalResult struct {
@@ -100,52 +94,25 @@ const (
 	maxNoteLen   = 4096
 )
 
-// Execute validates cmd, applies the events it decides on and returns them
-// with the command's result. On error nothing changed.
-func (a *Agent) Execute(cmd Command, now time.Time, rnd *rand.Rand) (any, []Event, error) {
-	if _, ok := cmd.(CreateAgent); !ok && !a.created {
-		return nil, nil, fmt.Errorf("agent: %w", ErrNotFound)
-	}
-	now = now.UTC()
-	var (
-		res    any
-		events []Event
-		err    error
-	)
-	switch c := cmd.(type) {
-	case CreateAgent:
-		res, events, err = a.createAgent(c, now)
-	case CreateRun:
-		res, events, err = a.createRun(c, now, rnd)
-	case FinishRun:
-		res, events, err = a.finishRun(c, now, rnd)
-	case ClaimObject:
-		res, events, err = a.claimObject(c, now)
-	case RegisterTrace:
-		res, events, err = a.registerTrace(c, now)
-	case RecordSignal:
-		res, events, err = a.recordSignal(c, now, rnd)
-	case PutObjective:
-		res, events, err = a.putObjective(c, now)
-	case CreateVariation:
-		res, events, err = a.createVariation(c, now, rnd)
-	case RecordFeedback:
-		res, events, err = a.recordFeedback(c, now, rnd)
-	case ReportReward:
-		res, events, err = a.reportReward(c, now, rnd)
-	default:
-		return nil, nil, fmt.Errorf("engine: unknown command %T", cmd)
-	}
+// execute carries out one command: decide checks it against the state and
+// returns the events that carry it out, which are applied before answer
+// reads the result. Only CreateAgent runs before the agent exists.
+func execute[R any](a *Agent, decide func() ([]Event, error), answer func() R) (R, []Event, error) {
+	var zero R
+	events, err := decide()
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
-	for _, ev := range events {
-		if err := a.apply(ev); err != nil {
-			// A decided event that does not apply is a bug, not bad input.
-			panic(err)
-		}
+	a.commit(events)
+	return answer(), events, nil
+}
+
+// ready is ErrNotFound until the agent is created.
+func (a *Agent) ready() error {
+	if !a.created {
+		return fmt.Errorf("agent: %w", ErrNotFound)
 	}
-	return a.resultAfter(res), events, nil
+	return nil
 }
 
 // CreatedRun is what CreateRun answers: the run and the variation chosen.
@@ -154,34 +121,83 @@ type CreatedRun struct {
 	Variation *Variation // nil when the agent has no variations
 }
 
-// resultAfter refreshes results that point into state changed by apply.
-func (a *Agent) resultAfter(res any) any {
-	switch r := res.(type) {
-	case *Run:
-		return a.runView(a.runs[r.ID])
-	case CreatedRun:
-		r.Run = a.runView(a.runs[r.Run.ID])
-		if v := a.variations[r.Run.VariationID]; v != nil {
-			vv := *v
-			r.Variation = &vv
-		}
-		return r
-	}
-	return res
+// CreateAgent creates the agent.
+func (a *Agent) CreateAgent(c CreateAgent, now time.Time) (AgentInfo, []Event, error) {
+	return execute(a, func() ([]Event, error) { return a.createAgent(c, now.UTC()) },
+		func() AgentInfo { return a.info })
 }
 
-func (a *Agent) createAgent(c CreateAgent, now time.Time) (any, []Event, error) {
+// CreateRun starts a run, selecting its variation.
+func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRun, []Event, error) {
+	var runID string
+	return execute(a, func() (evs []Event, err error) { runID, evs, err = a.createRun(c, now.UTC(), rnd); return },
+		func() CreatedRun {
+			cr := CreatedRun{Run: a.runView(a.runs[runID])}
+			if v := a.variations[cr.Run.VariationID]; v != nil {
+				vv := *v
+				cr.Variation = &vv
+			}
+			return cr
+		})
+}
+
+// FinishRun finishes a run and appends its run.succeeded signal.
+func (a *Agent) FinishRun(c FinishRun, now time.Time, rnd *rand.Rand) (Run, []Event, error) {
+	return execute(a, func() ([]Event, error) { return a.finishRun(c, now.UTC(), rnd) },
+		func() Run { return a.runView(a.runs[c.RunID]) })
+}
+
+// ClaimObject makes a run claim an object; claiming it again changes nothing.
+func (a *Agent) ClaimObject(c ClaimObject, now time.Time) (ClaimResult, []Event, error) {
+	var res ClaimResult
+	return execute(a, func() (evs []Event, err error) { res, evs, err = a.claimObject(c, now.UTC()); return },
+		func() ClaimResult {
+			if res.Created {
+				r := a.runs[res.RunID]
+				res.Claim = r.Claims[len(r.Claims)-1]
+			}
+			return res
+		})
+}
+
+// RegisterTrace registers a model call of a run; the same trace and turn
+// again changes nothing.
+func (a *Agent) RegisterTrace(c RegisterTrace, now time.Time) (TraceResult, []Event, error) {
+	var res TraceResult
+	return execute(a, func() (evs []Event, err error) { res, evs, err = a.registerTrace(c, now.UTC()); return },
+		func() TraceResult { return res })
+}
+
+// RecordSignal appends a signal, or answers the first one of its dedup key.
+func (a *Agent) RecordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (SignalResult, []Event, error) {
+	var res SignalResult
+	return execute(a, func() (evs []Event, err error) { res, evs, err = a.recordSignal(c, now.UTC(), rnd); return },
+		func() SignalResult {
+			if !res.Duplicate {
+				res.Signal = a.signals[len(a.signals)-1]
+			}
+			return res
+		})
+}
+
+// PutObjective adds the next objective version.
+func (a *Agent) PutObjective(c PutObjective, now time.Time) (ObjectiveVersion, []Event, error) {
+	return execute(a, func() ([]Event, error) { return a.putObjective(c, now.UTC()) },
+		func() ObjectiveVersion { return a.objectives[len(a.objectives)-1] })
+}
+
+func (a *Agent) createAgent(c CreateAgent, now time.Time) ([]Event, error) {
 	if a.created {
-		return nil, nil, fmt.Errorf("agent %s: %w", c.ID, ErrConflict)
+		return nil, fmt.Errorf("agent %s: %w", c.ID, ErrConflict)
 	}
 	if err := checkText("name", c.Name, 1, maxNameLen); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := checkText("external_id", c.ExternalID, 0, maxIDLen); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := CheckLabels("labels", c.Labels); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	mode := c.SelectionMode
 	switch mode {
@@ -189,42 +205,45 @@ func (a *Agent) createAgent(c CreateAgent, now time.Time) (any, []Event, error) 
 		mode = SelectionWeighted
 	case SelectionWeighted, SelectionRandom:
 	default:
-		return nil, nil, field.Errorf("selection_mode", "must be %s or %s", SelectionWeighted, SelectionRandom)
+		return nil, field.Errorf("selection_mode", "must be %s or %s", SelectionWeighted, SelectionRandom)
 	}
 	info := AgentInfo{ID: c.ID, Workspace: c.Workspace, Name: c.Name, ExternalID: c.ExternalID,
 		Labels: c.Labels, SelectionMode: mode, CreatedAt: now}
-	return info, []Event{AgentCreated{Info: info}}, nil
+	return []Event{AgentCreated{Info: info}}, nil
 }
 
-func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (string, []Event, error) {
+	if err := a.ready(); err != nil {
+		return "", nil, err
+	}
 	for _, f := range []struct{ path, v string }{{"version", c.Version}, {"session_id", c.SessionID},
 		{"external_id", c.ExternalID}, {"variation_id", c.VariationID}} {
 		if err := checkText(f.path, f.v, 0, maxIDLen); err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
 	}
 	if err := CheckLabels("labels", c.Labels); err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
 	if c.ExternalID != "" && a.runByExternal[c.ExternalID] != nil {
-		return nil, nil, fmt.Errorf("run external_id %q already used: %w", c.ExternalID, ErrConflict)
+		return "", nil, fmt.Errorf("run external_id %q already used: %w", c.ExternalID, ErrConflict)
 	}
 	variation, err := a.selectVariation(c.VariationID, rnd)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
 	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
 		ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
-	return CreatedRun{Run: r}, []Event{RunCreated{Run: r}}, nil
+	return r.ID, []Event{RunCreated{Run: r}}, nil
 }
 
-func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) ([]Event, error) {
 	r, err := a.run(c.RunID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if r.Finished {
-		return nil, nil, fmt.Errorf("run %s already finished: %w", r.ID, ErrConflict)
+		return nil, fmt.Errorf("run %s already finished: %w", r.ID, ErrConflict)
 	}
 	at := c.FinishedAt
 	if at.IsZero() {
@@ -236,20 +255,20 @@ func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) (any, []Ev
 		value = 1
 	}
 	sig := Signal{ID: id.New(id.Signal, now, rnd), Kind: SucceededSignal, Value: value, RunID: r.ID,
-		OccurredAt: at, ReceivedAt: now, Seq: a.seq + 2}
-	return r, []Event{
+		OccurredAt: at, ReceivedAt: now}
+	return []Event{
 		RunFinished{RunID: r.ID, Succeeded: c.Succeeded, FinishedAt: at},
 		SignalRecorded{Signal: sig},
 	}, nil
 }
 
-func (a *Agent) claimObject(c ClaimObject, now time.Time) (any, []Event, error) {
+func (a *Agent) claimObject(c ClaimObject, now time.Time) (ClaimResult, []Event, error) {
 	r, err := a.run(c.RunID)
 	if err != nil {
-		return nil, nil, err
+		return ClaimResult{}, nil, err
 	}
 	if err := checkText("object", c.Object, 1, maxObjectLen); err != nil {
-		return nil, nil, err
+		return ClaimResult{}, nil, err
 	}
 	for _, cl := range r.Claims {
 		if cl.Object == c.Object {
@@ -260,16 +279,16 @@ func (a *Agent) claimObject(c ClaimObject, now time.Time) (any, []Event, error) 
 	return ClaimResult{RunID: r.ID, Claim: cl, Created: true}, []Event{ObjectClaimed{RunID: r.ID, Claim: cl}}, nil
 }
 
-func (a *Agent) registerTrace(c RegisterTrace, now time.Time) (any, []Event, error) {
+func (a *Agent) registerTrace(c RegisterTrace, now time.Time) (TraceResult, []Event, error) {
 	r, err := a.run(c.RunID)
 	if err != nil {
-		return nil, nil, err
+		return TraceResult{}, nil, err
 	}
 	if err := checkText("trace_id", c.TraceID, 1, maxIDLen); err != nil {
-		return nil, nil, err
+		return TraceResult{}, nil, err
 	}
 	if err := checkText("turn_id", c.TurnID, 0, maxIDLen); err != nil {
-		return nil, nil, err
+		return TraceResult{}, nil, err
 	}
 	turn := c.TurnID
 	if turn == "" {
@@ -280,7 +299,7 @@ func (a *Agent) registerTrace(c RegisterTrace, now time.Time) (any, []Event, err
 			continue
 		}
 		if t.TurnID != turn {
-			return nil, nil, fmt.Errorf("trace %s is registered with turn %s: %w", t.TraceID, t.TurnID, ErrConflict)
+			return TraceResult{}, nil, fmt.Errorf("trace %s is registered with turn %s: %w", t.TraceID, t.TurnID, ErrConflict)
 		}
 		return TraceResult{RunID: r.ID, Trace: t}, nil, nil
 	}
@@ -288,12 +307,15 @@ func (a *Agent) registerTrace(c RegisterTrace, now time.Time) (any, []Event, err
 	return TraceResult{RunID: r.ID, Trace: t, Created: true}, []Event{TraceRegistered{RunID: r.ID, Trace: t}}, nil
 }
 
-func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (SignalResult, []Event, error) {
+	if err := a.ready(); err != nil {
+		return SignalResult{}, nil, err
+	}
 	if !kindPattern.MatchString(c.Kind) {
-		return nil, nil, field.Errorf("kind", "must match ^[a-zA-Z0-9_.-]{1,100}$")
+		return SignalResult{}, nil, field.Errorf("kind", "must match ^[a-zA-Z0-9_.-]{1,100}$")
 	}
 	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {
-		return nil, nil, field.Errorf("value", "must be a finite number")
+		return SignalResult{}, nil, field.Errorf("value", "must be a finite number")
 	}
 	subjects := 0
 	for _, s := range []string{c.RunID, c.SessionID, c.Object} {
@@ -302,16 +324,16 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (any
 		}
 	}
 	if subjects != 1 {
-		return nil, nil, field.Errorf("", "exactly one of run_id, session_id or object is required")
+		return SignalResult{}, nil, field.Errorf("", "exactly one of run_id, session_id or object is required")
 	}
 	if err := checkText("dedup_key", c.DedupKey, 0, maxIDLen); err != nil {
-		return nil, nil, err
+		return SignalResult{}, nil, err
 	}
 	if err := checkText("object", c.Object, 0, maxObjectLen); err != nil {
-		return nil, nil, err
+		return SignalResult{}, nil, err
 	}
 	if err := checkText("session_id", c.SessionID, 0, maxIDLen); err != nil {
-		return nil, nil, err
+		return SignalResult{}, nil, err
 	}
 	if c.DedupKey != "" {
 		if i, ok := a.dedup[c.DedupKey]; ok {
@@ -323,12 +345,12 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (any
 	switch {
 	case c.RunID != "":
 		if _, err := a.run(c.RunID); err != nil {
-			return nil, nil, err
+			return SignalResult{}, nil, err
 		}
 	case c.SessionID != "":
 		r := a.sessionLatest[c.SessionID]
 		if r == nil {
-			return nil, nil, fmt.Errorf("session %s has no finished run: %w", c.SessionID, ErrNotFound)
+			return SignalResult{}, nil, fmt.Errorf("session %s has no finished run: %w", c.SessionID, ErrNotFound)
 		}
 		runID = r.ID
 	}
@@ -337,17 +359,18 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (any
 		at = now
 	}
 	s := Signal{ID: id.New(id.Signal, now, rnd), Kind: c.Kind, Value: c.Value, RunID: runID,
-		SessionID: c.SessionID, Object: c.Object, DedupKey: c.DedupKey, OccurredAt: at.UTC(),
-		ReceivedAt: now, Seq: a.seq + 1}
+		SessionID: c.SessionID, Object: c.Object, DedupKey: c.DedupKey, OccurredAt: at.UTC(), ReceivedAt: now}
 	return SignalResult{Signal: s, RunIDs: a.SignalRuns(s)}, []Event{SignalRecorded{Signal: s}}, nil
 }
 
-func (a *Agent) putObjective(c PutObjective, now time.Time) (any, []Event, error) {
-	if err := checkText("note", c.Note, 0, maxNoteLen); err != nil {
-		return nil, nil, err
+func (a *Agent) putObjective(c PutObjective, now time.Time) ([]Event, error) {
+	if err := a.ready(); err != nil {
+		return nil, err
 	}
-	v := ObjectiveVersion{Version: len(a.objectives) + 1, Definition: c.Definition, Note: c.Note, CreatedAt: now}
-	return v, []Event{ObjectivePut(v)}, nil
+	if err := checkText("note", c.Note, 0, maxNoteLen); err != nil {
+		return nil, err
+	}
+	return []Event{ObjectivePut{Version: len(a.objectives) + 1, Definition: c.Definition, Note: c.Note, CreatedAt: now}}, nil
 }
 
 func (a *Agent) run(runID string) (*Run, error) {

@@ -57,8 +57,6 @@ type ReportReward struct {
 	Started                       uint64
 }
 
-func (ReportReward) command() {}
-
 // ReportRecorded sets the report for its (scorer, turn).
 type ReportRecorded struct{ Report Report }
 
@@ -66,16 +64,24 @@ func (ReportRecorded) eventType() eventType { return evReportRecorded }
 
 type reportKey struct{ run, scorer, turn string }
 
-func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+// ReportReward records a report, or replaces the standing one of its
+// (scorer, turn) unless that one started later (ErrSuperseded).
+func (a *Agent) ReportReward(c ReportReward, now time.Time, rnd *rand.Rand) (Report, []Event, error) {
+	var key reportKey
+	return execute(a, func() (evs []Event, err error) { key, evs, err = a.reportReward(c, now.UTC(), rnd); return },
+		func() Report { return *a.reports[key] })
+}
+
+func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (reportKey, []Event, error) {
 	r, err := a.run(c.RunID)
 	if err != nil {
-		return nil, nil, err
+		return reportKey{}, nil, err
 	}
 	if !kindPattern.MatchString(c.Scorer) {
-		return nil, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
+		return reportKey{}, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
 	}
 	if c.Value != nil && (math.IsNaN(*c.Value) || math.IsInf(*c.Value, 0)) {
-		return nil, nil, field.Errorf("value", "must be a finite number")
+		return reportKey{}, nil, field.Errorf("value", "must be a finite number")
 	}
 	turn := c.TurnID
 	if c.TraceID != "" {
@@ -86,25 +92,26 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (any
 			}
 		}
 		if trace == nil {
-			return nil, nil, field.Errorf("trace_id", "%q is not a registered trace of job %s", c.TraceID, r.ID)
+			return reportKey{}, nil, field.Errorf("trace_id", "%q is not a registered trace of job %s", c.TraceID, r.ID)
 		}
 		if c.TurnID != "" && c.TurnID != trace.TurnID {
-			return nil, nil, field.Errorf("turn_id", "%q conflicts with trace %s, which is turn %q", c.TurnID, c.TraceID, trace.TurnID)
+			return reportKey{}, nil, field.Errorf("turn_id", "%q conflicts with trace %s, which is turn %q", c.TurnID, c.TraceID, trace.TurnID)
 		}
 		turn = trace.TurnID
 	}
 	rep := Report{RunID: r.ID, Kind: c.Kind, Scorer: c.Scorer, TurnID: turn, TraceID: c.TraceID, Value: c.Value,
 		Weight: c.Weight, Detail: c.Detail, Shown: c.Shown, Chosen: c.Chosen, Prompt: c.Prompt,
-		CreatedAt: now, UpdatedAt: now, Started: c.Started, Seq: a.seq + 1}
-	if cur := a.reports[reportKey{r.ID, c.Scorer, turn}]; cur != nil {
+		CreatedAt: now, UpdatedAt: now, Started: c.Started}
+	key := reportKey{r.ID, c.Scorer, turn}
+	if cur := a.reports[key]; cur != nil {
 		if c.Started < cur.Started {
-			return nil, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
+			return reportKey{}, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
 		}
 		rep.ID, rep.CreatedAt = cur.ID, cur.CreatedAt
 	} else {
 		rep.ID = id.New(id.Report, now, rnd)
 	}
-	return rep, []Event{ReportRecorded{Report: rep}}, nil
+	return key, []Event{ReportRecorded{Report: rep}}, nil
 }
 
 func (a *Agent) applyReport(rep Report) {

@@ -17,8 +17,8 @@ func BenchmarkSelectVariation8(b *testing.B) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	a := NewAgent()
-	exec := func(cmd Command) any {
-		res, _, err := a.Execute(cmd, now, rnd)
+	exec := func(cmd any) any {
+		res, _, err := executeAny(a, cmd, now, rnd)
 		if err != nil {
 			b.Fatalf("%T: %v", cmd, err)
 		}
@@ -34,7 +34,7 @@ func BenchmarkSelectVariation8(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		res, _, err := a.Execute(CreateRun{}, now, rnd)
+		res, _, err := executeAny(a, CreateRun{}, now, rnd)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -39,59 +41,84 @@ func (a *Agent) Snapshot() State {
 	}
 }
 
-// Restore rebuilds an agent from a snapshot view, indexes included.
-func Restore(s State) *Agent {
+// Restore rebuilds an agent from a snapshot view. It has no code of its own
+// for building state: it turns the view back into events and applies them
+// through apply, the path of live commands and of log replay, each at the
+// sequence number its record carries. Only the order of the events is
+// chosen here, so that every index comes out as apply built it live:
+//
+//   - runs before their claims, traces and finishes, and claims in their
+//     own sequence order, so an object's runs are listed in claim order;
+//   - variations with their prior before all feedback, which rebuilds the
+//     posteriors by the same additions in the same order;
+//   - signals in receipt order, reports run by run in first-made order.
+//
+// A run's finish is independent of order (a session keeps the finished run
+// with the latest finished_at, ties to the larger id).
+func Restore(s State) (*Agent, error) {
 	a := NewAgent()
-	a.info, a.created, a.seq = s.Info, s.Created, s.Seq
-	for i := range s.Runs {
-		r := s.Runs[i]
-		claims, traces := r.Claims, r.Traces
-		r.Claims, r.Traces = nil, nil
-		a.runs[r.ID] = &r
-		a.runList = append(a.runList, &r)
-		if r.ExternalID != "" {
-			a.runByExternal[r.ExternalID] = &r
-		}
-		for _, cl := range claims {
-			r.Claims = append(r.Claims, cl)
-			a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], r.ID)
-		}
-		r.Traces = append(r.Traces, traces...)
-	}
-	// objectRuns lists each object's runs in claim order, as apply built it.
-	for obj, ids := range a.objectRuns {
-		slices.SortStableFunc(ids, func(x, y string) int {
-			return claimTime(a.runs[x], obj).Compare(claimTime(a.runs[y], obj))
-		})
-	}
-	for _, r := range a.runList {
-		if r.Finished && r.SessionID != "" {
-			a.noteSessionFinish(r)
+	for _, e := range s.events() {
+		if err := a.apply(e.seq, e.ev); err != nil {
+			return nil, fmt.Errorf("restore: %w", err)
 		}
 	}
-	for _, sig := range s.Signals {
-		a.addSignal(sig)
-	}
-	a.objectives = append(a.objectives, s.Objectives...)
-	for i := range s.Variations {
-		v := s.Variations[i]
-		a.variations[v.ID] = &v
-		a.variationList = append(a.variationList, &v)
-	}
-	a.feedback = append(a.feedback, s.Feedback...)
-	for _, rep := range s.Reports {
-		a.applyReport(rep)
-	}
-	return a
+	a.seq = s.Seq
+	return a, nil
 }
 
-func claimTime(r *Run, obj string) time.Time {
-	for _, cl := range r.Claims {
-		if cl.Object == obj {
-			return cl.CreatedAt
+type seqEvent struct {
+	seq uint64 // 0 where the event stamps nothing
+	ev  Event
+}
+
+// events lists the events that rebuild s, in an order apply accepts.
+func (s State) events() []seqEvent {
+	var out []seqEvent
+	add := func(seq uint64, ev Event) { out = append(out, seqEvent{seq, ev}) }
+	if s.Created {
+		add(0, AgentCreated{Info: s.Info})
+	}
+	for _, o := range s.Objectives {
+		add(0, ObjectivePut(o))
+	}
+	for _, v := range s.Variations {
+		v.Alpha, v.Beta, v.FeedbackCount = priorAlpha, priorBeta, 0
+		add(0, VariationCreated{Variation: v})
+	}
+	type runClaim struct {
+		run   string
+		claim Claim
+	}
+	var claims []runClaim
+	for _, r := range s.Runs {
+		for _, cl := range r.Claims {
+			claims = append(claims, runClaim{r.ID, cl})
+		}
+		bare := r
+		bare.Claims, bare.Traces = nil, nil
+		bare.Finished, bare.Succeeded, bare.FinishedAt = false, false, time.Time{}
+		add(0, RunCreated{Run: bare})
+		for _, t := range r.Traces {
+			add(0, TraceRegistered{RunID: r.ID, Trace: t})
+		}
+		if r.Finished {
+			add(0, RunFinished{RunID: r.ID, Succeeded: r.Succeeded, FinishedAt: r.FinishedAt})
 		}
 	}
-	return time.Time{}
+	slices.SortStableFunc(claims, func(x, y runClaim) int { return cmp.Compare(x.claim.Seq, y.claim.Seq) })
+	for _, c := range claims {
+		add(c.claim.Seq, ObjectClaimed{RunID: c.run, Claim: c.claim})
+	}
+	for _, sig := range s.Signals {
+		add(sig.Seq, SignalRecorded{Signal: sig})
+	}
+	for _, fb := range s.Feedback {
+		add(0, FeedbackRecorded{Feedback: fb})
+	}
+	for _, rep := range s.Reports {
+		add(rep.Seq, ReportRecorded{Report: rep})
+	}
+	return out
 }
 
 // allReports copies every standing report, run by run in run order, each

@@ -60,6 +60,7 @@ func (r *Run) Status() string {
 type Claim struct {
 	Object    string
 	CreatedAt time.Time
+	Seq       uint64 // the sequence of the event that recorded it: claim order within the agent
 }
 
 // Trace is one model call of a run.

@@ -58,9 +58,6 @@ type RecordFeedback struct {
 	ProfileID  string
 }
 
-func (CreateVariation) command() {}
-func (RecordFeedback) command()  {}
-
 // VariationCreated adds a variation.
 type VariationCreated struct{ Variation Variation }
 
@@ -73,37 +70,60 @@ func (FeedbackRecorded) eventType() eventType { return evFeedbackRecorded }
 
 const maxCommentLen = 10000
 
-func (a *Agent) createVariation(c CreateVariation, now time.Time, rnd *rand.Rand) (any, []Event, error) {
-	if err := checkText("name", c.Name, 1, maxNameLen); err != nil {
-		return nil, nil, err
-	}
-	v := Variation{ID: id.New(id.Variation, now, rnd), Name: c.Name, Config: c.Config, Alpha: 1, Beta: 1, CreatedAt: now}
-	return v, []Event{VariationCreated{Variation: v}}, nil
+// The prior of every variation: Beta(1, 1), uniform.
+const priorAlpha, priorBeta = 1.0, 1.0
+
+// CreateVariation adds a variation with the uniform prior.
+func (a *Agent) CreateVariation(c CreateVariation, now time.Time, rnd *rand.Rand) (Variation, []Event, error) {
+	var varID string
+	return execute(a, func() (evs []Event, err error) { varID, evs, err = a.createVariation(c, now.UTC(), rnd); return },
+		func() Variation { return *a.variations[varID] })
 }
 
-func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) (any, []Event, error) {
+// RecordFeedback appends a feedback record, moves the posterior of the
+// run's variation and appends a feedback signal to the run.
+func (a *Agent) RecordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) (Feedback, []Event, error) {
+	return execute(a, func() ([]Event, error) { return a.recordFeedback(c, now.UTC(), rnd) },
+		func() Feedback { return a.feedback[len(a.feedback)-1] })
+}
+
+func (a *Agent) createVariation(c CreateVariation, now time.Time, rnd *rand.Rand) (string, []Event, error) {
+	if err := a.ready(); err != nil {
+		return "", nil, err
+	}
+	if err := checkText("name", c.Name, 1, maxNameLen); err != nil {
+		return "", nil, err
+	}
+	v := Variation{ID: id.New(id.Variation, now, rnd), Name: c.Name, Config: c.Config, Alpha: priorAlpha, Beta: priorBeta, CreatedAt: now}
+	return v.ID, []Event{VariationCreated{Variation: v}}, nil
+}
+
+func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) ([]Event, error) {
 	r, err := a.run(c.RunID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	value := 0.0
 	if c.Score != nil {
 		value = *c.Score
 		if math.IsNaN(value) || value < -1 || value > 1 {
-			return nil, nil, field.Errorf("data.score", "must be between -1.0 and 1.0")
+			return nil, field.Errorf("score", "must be between -1.0 and 1.0")
 		}
 	}
-	if err := checkText("data.comment", c.Comment, 0, maxCommentLen); err != nil {
-		return nil, nil, err
+	if err := checkText("comment", c.Comment, 0, maxCommentLen); err != nil {
+		return nil, err
 	}
-	if err := checkText("metadata.externalId", c.ExternalID, 0, maxIDLen); err != nil {
-		return nil, nil, err
+	if err := checkText("external_id", c.ExternalID, 0, maxIDLen); err != nil {
+		return nil, err
+	}
+	if err := CheckLabels("labels", c.Labels); err != nil {
+		return nil, err
 	}
 	fb := Feedback{ID: id.New(id.Feedback, now, rnd), RunID: r.ID, VariationID: r.VariationID, Score: c.Score,
 		Comment: c.Comment, ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
 	sig := Signal{ID: id.New(id.Signal, now, rnd), Kind: FeedbackSignal, Value: value, RunID: r.ID,
-		OccurredAt: now, ReceivedAt: now, Seq: a.seq + 2}
-	return fb, []Event{FeedbackRecorded{Feedback: fb}, SignalRecorded{Signal: sig}}, nil
+		OccurredAt: now, ReceivedAt: now}
+	return []Event{FeedbackRecorded{Feedback: fb}, SignalRecorded{Signal: sig}}, nil
 }
 
 // applyFeedback updates the posterior as seed 004 says: a positive score adds

@@ -86,6 +86,9 @@ type Store interface {
 	Get(key []byte) ([]byte, error)
 	// Put writes directory entries atomically and syncs.
 	Put(kvs ...KV) error
+	// DeleteRange deletes the directory keys in [start, end), atomically,
+	// and syncs. It touches no log or snapshot.
+	DeleteRange(start, end []byte) error
 	// Scan calls fn for every directory key with the prefix, in key order;
 	// the slices are only valid during fn. An error from fn stops the scan
 	// and is returned.

@@ -80,7 +80,7 @@ func newIdemFixture(t *testing.T, cfg Config) *idemFixture {
 	t.Cleanup(f.holds.releaseAll)
 	f.c = newClient(t, f.s, adminKey)
 	f.agent = str(t, f.c.must(201, "POST", "/api/v1/agents", `{"name": "idem"}`), "id")
-	nc, err := nats.Connect(f.s.NATSURL())
+	nc, err := nats.Connect(f.s.NATSURL(), nats.Token(adminKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,6 @@ func TestIdempotencyKeyScopes(t *testing.T) {
 	other := c.as(str(t, c.must(201, "POST", "/v1/workspaces/"+ws+"/api-keys", `{"name": "scoped-ci"}`), "key"))
 	agent2 := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "idem-2"}`), "id")
 	run := f.run(t, `{}`)
-	sig := fmt.Sprintf(`{"kind": "scoped", "value": 1, "run_id": %q}`, run)
 	type req struct {
 		send func(key string) (response, error)
 		id   func(t *testing.T, r response) string
@@ -398,14 +397,6 @@ func TestIdempotencyKeyScopes(t *testing.T) {
 				}
 				return n
 			}},
-		{"HTTP and NATS doors, same operation and body",
-			httpReq(c, "POST", "/api/v1/agents/"+f.agent+"/signals", sig),
-			req{send: func(key string) (response, error) {
-				return natsSend(f.nc, adminKey, "plaudit.v1.default."+f.agent+".signal", sig, withKey(key))
-			}, id: topID},
-			func(t *testing.T) int {
-				return len(list(t, c.on(t).must(200, "GET", "/api/v1/agents/"+f.agent+"/runs/"+run+"/signals", ""), "items"))
-			}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -429,6 +420,19 @@ func TestIdempotencyKeyScopes(t *testing.T) {
 			}
 		})
 	}
+	// A key is scoped to the operation, not to the door: the same signal
+	// sent under one key through HTTP and then NATS is written once.
+	t.Run("HTTP and NATS doors, same operation and body", func(t *testing.T) {
+		sig := `{"kind": "scope.door", "value": 1, "run_id": "` + run + `"}`
+		ra := c.request("POST", "/api/v1/agents/"+f.agent+"/signals", sig, withKey("scope-doors"))
+		rb, err := natsSend(f.nc, adminKey, "plaudit.v1.default."+f.agent+".signal", sig, withKey("scope-doors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ra.status != 201 || rb.status >= 300 || string(ra.body) != string(rb.body) {
+			t.Fatalf("HTTP answered %d %s, NATS %d %s; want the NATS request to replay the HTTP answer", ra.status, ra.body, rb.status, rb.body)
+		}
+	})
 }
 
 // TestIdempotentReplaySurvivesRestart: records are durable. After a
@@ -520,7 +524,7 @@ func TestIdempotentReplaySurvivesRestart(t *testing.T) {
 // TestIdempotencyRecordsKeptForTTL: a record outlives a sweep while it is
 // younger than the TTL (24 h by default), so the key still replays; once
 // a sweep finds it older, the key is free and the same request writes
-// again. The server's periodic sweep is HTTP.SweepIdempotency on a
+// again. The server's periodic sweep is api.Service.SweepIdempotency on a
 // 10-minute ticker that Config does not expose, so the test calls it.
 func TestIdempotencyRecordsKeptForTTL(t *testing.T) {
 	cases := []struct {
@@ -540,7 +544,7 @@ func TestIdempotencyRecordsKeptForTTL(t *testing.T) {
 				t.Fatalf("status %d, want 201; body %s", first.status, first.body)
 			}
 			f.clk.Advance(tc.kept)
-			if err := f.s.http.SweepIdempotency(); err != nil {
+			if err := f.s.service.SweepIdempotency(); err != nil {
 				t.Fatal(err)
 			}
 			sameAnswer(t, first, signal.mustSend(t, "ttl", signal.body))
@@ -549,7 +553,7 @@ func TestIdempotencyRecordsKeptForTTL(t *testing.T) {
 			}
 
 			f.clk.Advance(tc.freed)
-			if err := f.s.http.SweepIdempotency(); err != nil {
+			if err := f.s.service.SweepIdempotency(); err != nil {
 				t.Fatal(err)
 			}
 			again := signal.mustSend(t, "ttl", signal.body)

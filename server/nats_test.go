@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,11 @@ type natsClient struct {
 	key string
 }
 
+// newNATSClient connects with key as the NATS token and sends it as the
+// Authorization header of every request too.
 func newNATSClient(t *testing.T, s *Server, key string) *natsClient {
-	nc, err := nats.Connect(s.NATSURL())
+	t.Helper()
+	nc, err := nats.Connect(s.NATSURL(), nats.Token(key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,30 +120,36 @@ func TestNATSDoorErrors(t *testing.T) {
 	nc := newNATSClient(t, s, adminKey)
 	subj := func(op string) string { return "plaudit.v1.default." + agent + "." + op }
 	cases := []struct {
-		name, key, subject, body string
-		code                     int
-		errCode                  string
+		name, header, subject, body string
+		code                        int
+		errCode                     string
 	}{
-		{"no key", "", subj("signal"), `{}`, 401, "unauthenticated"},
-		{"unknown key", "nope", subj("signal"), `{}`, 401, "unauthenticated"},
-		{"foreign workspace", otherKey, subj("signal"), `{}`, 403, "forbidden"},
+		{"unknown key in the header", "nope", subj("signal"), `{}`, 401, "unauthenticated"},
+		{"header key of another workspace", otherKey, subj("signal"), `{}`, 403, "forbidden"},
 		{"unknown agent", adminKey, "plaudit.v1.default.agt_nope.signal", `{}`, 404, "not_found"},
 		{"not JSON", adminKey, subj("signal"), `{"kind":`, 400, "invalid_request"},
 		{"bad kind", adminKey, subj("signal"), `{"kind": "a b", "value": 1, "run_id": "` + run + `"}`, 400, "invalid_request"},
 		{"unknown run", adminKey, subj("finish"), `{"run_id": "run_nope", "succeeded": true}`, 404, "not_found"},
 		{"finish without run", adminKey, subj("finish"), `{"succeeded": true}`, 400, "invalid_request"},
 		{"feedback strict", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "data": {}}`, 400, "invalid_request"},
+		{"feedback score out of range", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 2}}`, 400, "invalid_request"},
 		{"unknown variation", adminKey, subj("variation"), `{"variation_id": "var_nope"}`, 404, "not_found"},
 		{"pin unknown variation", adminKey, subj("select"), `{"variation_id": "var_nope"}`, 404, "not_found"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cl := &natsClient{t: t, nc: nc.nc, key: c.key}
+			cl := &natsClient{t: t, nc: nc.nc, key: c.header}
 			code, body := cl.do(c.subject, c.body)
 			if code != strconv.Itoa(c.code) || at(t, body, "error", "code") != c.errCode {
 				t.Fatalf("reply %s %v, want %d %s", code, body, c.code, c.errCode)
 			}
 		})
+	}
+	// The score's error names the seed-004 field, not the engine's.
+	cl := &natsClient{t: t, nc: nc.nc, key: adminKey}
+	_, body := cl.do(subj("feedback"), `{"objectiveId": "`+run+`", "metadata": {}, "data": {"score": 2}}`)
+	if msg := str(t, body, "error", "message"); !strings.HasPrefix(msg, "data.score:") {
+		t.Fatalf("score error message %q does not name data.score", msg)
 	}
 	// Nothing above wrote anything.
 	if n := len(api.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", "")["items"].([]any)); n != 0 {
@@ -147,10 +157,27 @@ func TestNATSDoorErrors(t *testing.T) {
 	}
 }
 
+// TestNATSDoorWithoutHeader: a connection's key authenticates its requests;
+// the Authorization header is optional, and what is written is attributed
+// to the connection's key.
+func TestNATSDoorWithoutHeader(t *testing.T) {
+	s := startServer(t, Config{})
+	api := newClient(t, s, adminKey)
+	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "nats"}`)["id"].(string)
+	key := api.must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "worker"}`)
+	nc := newNATSClient(t, s, str(t, key, "key"))
+	nc.key = "" // no header
+	run := nc.must("plaudit.v1.default."+agent+".select", `{"external_id": "t-1"}`)
+	obj := api.must(200, "GET", "/v1/workspaces/default/objectives/"+str(t, run, "id"), "")
+	if got, want := str(t, obj, "metadata", "profileId"), str(t, key, "profile", "id"); got != want {
+		t.Fatalf("run created by profile %s, want the connection's key's %s", got, want)
+	}
+}
+
 func TestNATSServiceIsDiscoverable(t *testing.T) {
 	s := startServer(t, Config{})
-	nc := newNATSClient(t, s, "")
-	for _, subject := range []string{"$SRV.PING.plaudit", "$SRV.INFO.plaudit", "$SRV.STATS.plaudit"} {
+	nc := newNATSClient(t, s, adminKey)
+	for _, subject := range []string{"$SRV.PING.plaudit", "$SRV.INFO.plaudit"} {
 		rep, err := nc.nc.Request(subject, nil, 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", subject, err)
@@ -202,5 +229,11 @@ func TestExternalNATS(t *testing.T) {
 	cl := &natsClient{t: t, nc: nc, key: adminKey}
 	if run := cl.must("plaudit.v1.default."+agent+".select", `{}`); run["agent_id"] != agent {
 		t.Fatalf("select over the external NATS = %v", run)
+	}
+	// Plaudit cannot tell who is connected to a server it does not run:
+	// every request names its key.
+	anon := &natsClient{t: t, nc: nc}
+	if code, body := anon.do("plaudit.v1.default."+agent+".select", `{}`); code != "401" {
+		t.Fatalf("a request without Authorization over an external NATS: %s %v", code, body)
 	}
 }

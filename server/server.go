@@ -1,7 +1,7 @@
 // Package server assembles Plaudit from its parts: the Pebble store, the
-// tenancy, the agent actors, the NATS connection (an embedded nats-server by
-// default) and the HTTP door. cmd/plaudit and the end-to-end tests start
-// the same Server.
+// tenancy, the agent actors, the service, the NATS door (on an embedded,
+// authenticating nats-server by default) and the HTTP door. cmd/plaudit and
+// the end-to-end tests start the same Server.
 package server
 
 import (
@@ -18,16 +18,22 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/persist/pebblelog"
-	"github.com/plaudit/plaudit/transport"
-	"github.com/plaudit/plaudit/transport/auth"
+	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/httpdoor"
+	"github.com/plaudit/plaudit/transport/natsdoor"
+	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
 // Config is everything `plaudit serve` can be told.
 type Config struct {
-	DataDir      string // Pebble directory
-	HTTPAddr     string // e.g. ":8080"; "127.0.0.1:0" picks a port
-	NATSListen   string // embedded nats-server address, e.g. "127.0.0.1:4222"
-	NATSURL      string // connect to this NATS instead of embedding one
+	DataDir    string // Pebble directory
+	HTTPAddr   string // e.g. ":8080"; "127.0.0.1:0" picks a port
+	NATSListen string // embedded nats-server address, e.g. "127.0.0.1:4222"
+	NATSURL    string // connect to this NATS instead of embedding one
+	// NATSCreds and NATSNkey authenticate Plaudit's connection to an
+	// external NATS: a credentials file (JWT and seed) or an nkey seed file.
+	NATSCreds    string
+	NATSNkey     string
 	MaxBody      int
 	BootstrapKey string // PLAUDIT_BOOTSTRAP_KEY
 
@@ -42,7 +48,7 @@ type Config struct {
 	Version string // reported by the NATS service's $SRV.INFO
 
 	IdempotencyTTL time.Duration // how long Idempotency-Key records are kept (24h)
-	// HTTPAdmitted is transport.HTTPConfig.Admitted: a hook for tests.
+	// HTTPAdmitted is httpdoor.Config.Admitted: a hook for tests.
 	HTTPAdmitted func(header func(name string) string)
 }
 
@@ -50,12 +56,14 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	store    *pebblelog.Store
-	tenancy  *auth.Tenancy
+	tenancy  *tenancy.Tenancy
 	registry *actors.Registry
+	service  *api.Service
+	embedded *natsdoor.Embedded // nil when connected to an external NATS
 	nats     *natsserver.Server // nil when connected to an external NATS
 	nc       *nats.Conn
-	http     *transport.HTTP
-	natsDoor *transport.NATS
+	http     *httpdoor.Door
+	natsDoor *natsdoor.Door
 	httpLn   net.Listener
 	httpDone chan error
 
@@ -92,32 +100,42 @@ func (s *Server) start() (err error) {
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{}); err != nil {
 		return err
 	}
-	if s.tenancy, s.AdminKey, err = auth.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
+	if s.tenancy, s.AdminKey, err = tenancy.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
 		return fmt.Errorf("tenancy: %w", err)
 	}
 	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
 		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect})
+	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger},
+		s.registry, s.tenancy, s.store)
+	if err != nil {
+		return err
+	}
 	if err = s.startNATS(); err != nil {
 		return err
 	}
-	s.http = transport.NewHTTP(transport.HTTPConfig{MaxBody: cfg.MaxBody, Logger: cfg.Logger, Now: cfg.Now,
-		IdempotencyTTL: cfg.IdempotencyTTL, Admitted: cfg.HTTPAdmitted}, s.registry, s.tenancy)
-	if s.natsDoor, err = transport.StartNATS(s.nc, s.http, cfg.Version, transport.NATSConfig{}); err != nil {
+	s.natsDoor, err = natsdoor.Start(s.nc, s.service, natsdoor.Config{MaxBody: cfg.MaxBody,
+		ConnectionIdentity: s.embedded != nil, Version: cfg.Version, Logger: cfg.Logger})
+	if err != nil {
 		return err
 	}
+	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, Logger: cfg.Logger, Admitted: cfg.HTTPAdmitted}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
 	go func() { s.httpDone <- s.http.Serve(s.httpLn) }()
 	// Agents recover lazily, on their first request; the tenancy is loaded,
 	// so the server is ready.
-	s.http.SetReady()
+	s.service.SetReady()
 	return nil
 }
 
+// startNATS embeds an authenticating nats-server (clients connect with an
+// API key as their token; see natsdoor.Embedded) and connects to it with
+// Plaudit's own nkey, or connects to the external NATS at NATSURL.
 func (s *Server) startNATS() error {
 	url := s.cfg.NATSURL
+	opts := []nats.Option{nats.Name("plaudit"), nats.MaxReconnects(-1)}
 	if url == "" {
 		host, portStr, err := net.SplitHostPort(s.cfg.NATSListen)
 		if err != nil {
@@ -130,19 +148,34 @@ func (s *Server) startNATS() error {
 		if port == 0 {
 			port = natsserver.RANDOM_PORT
 		}
-		ns, err := natsserver.NewServer(&natsserver.Options{Host: host, Port: port, NoSigs: true, NoLog: true})
+		ten := s.tenancy
+		s.embedded, err = natsdoor.NewEmbedded(func(token string) (string, string, bool) {
+			p, err := ten.AuthenticateKey(token)
+			return p.KeyID, p.Home, err == nil
+		})
 		if err != nil {
-			return fmt.Errorf("embedded nats: %w", err)
+			return err
 		}
-		ns.Start()
-		if !ns.ReadyForConnections(10 * time.Second) {
-			ns.Shutdown()
-			return errors.New("embedded nats: not ready after 10s")
+		ns, err := s.embedded.Start(s.embedded.Options(host, port))
+		if err != nil {
+			return err
 		}
 		s.nats = ns
+		ten.OnRevoke(func(p tenancy.Principal) { s.embedded.Disconnect(p.KeyID) })
 		url = ns.ClientURL()
+		opts = append(opts, s.embedded.ConnectOptions()...)
 	}
-	nc, err := nats.Connect(url, nats.Name("plaudit"), nats.MaxReconnects(-1))
+	switch {
+	case s.cfg.NATSCreds != "":
+		opts = append(opts, nats.UserCredentials(s.cfg.NATSCreds))
+	case s.cfg.NATSNkey != "":
+		o, err := nats.NkeyOptionFromSeed(s.cfg.NATSNkey)
+		if err != nil {
+			return fmt.Errorf("nats-nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		return fmt.Errorf("nats connect %s: %w", redact(url), err)
 	}
@@ -188,6 +221,10 @@ func (s *Server) closeAll() error {
 	if s.natsDoor != nil {
 		_ = s.natsDoor.Stop()
 		s.natsDoor = nil
+	}
+	if s.service != nil {
+		s.service.Close()
+		s.service = nil
 	}
 	if s.registry != nil {
 		s.registry.Close()

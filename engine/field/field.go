@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ErrInvalid is wrapped by every validation error.
@@ -42,4 +43,21 @@ func Join(path, key string) string {
 // Index appends an index to a path: Index("terms", 1) = "terms[1]".
 func Index(path string, i int) string {
 	return path + "[" + strconv.Itoa(i) + "]"
+}
+
+// Rename moves the path of a field error from the engine's domain names to
+// a door's wire names: a path equal to a key of names, or under one (key
+// "labels" covers "labels.team"), takes the mapped name. Other errors pass
+// unchanged.
+func Rename(err error, names map[string]string) error {
+	var fe *Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	for from, to := range names {
+		if fe.Path == from || strings.HasPrefix(fe.Path, from+".") || strings.HasPrefix(fe.Path, from+"[") {
+			return &Error{Path: to + fe.Path[len(from):], Reason: fe.Reason}
+		}
+	}
+	return err
 }

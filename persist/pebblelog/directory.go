@@ -57,6 +57,27 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	return nil
 }
 
+// DeleteRange implements persist.Store.
+func (s *Store) DeleteRange(start, end []byte) error {
+	if len(start) == 0 || bytes.Compare(start, end) >= 0 {
+		return fmt.Errorf("delete range [%q, %q): %w", start, end, persist.ErrInvalid)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return persist.ErrClosed
+	}
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	if err := batch.DeleteRange(dirKey(start), dirKey(end), nil); err != nil {
+		return err
+	}
+	if err := batch.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("delete range: %w", err)
+	}
+	return nil
+}
+
 func addKVs(batch *pebble.Batch, kvs []persist.KV) error {
 	for _, kv := range kvs {
 		var err error

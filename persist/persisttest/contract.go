@@ -37,6 +37,7 @@ func RunContract(t *testing.T, open func(t *testing.T) persist.Store) {
 		{"DirectoryIsolatedFromLogs", testDirectoryIsolation},
 		{"IndexCommittedWithEvents", testIndex},
 		{"ScanStopsOnError", testScanError},
+		{"DeleteRange", testDeleteRange},
 		{"ConcurrentAgents", testConcurrentAgents},
 		{"CloseThenErrClosed", testClose},
 	}
@@ -338,6 +339,35 @@ func testIndex(t *testing.T, s persist.Store) {
 	}
 }
 
+func testDeleteRange(t *testing.T, s persist.Store) {
+	for _, k := range []string{"a/1", "a/2", "a/3", "b/1"} {
+		if err := s.Put(persist.KV{Key: []byte(k), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append(persist.Batch{Agent: "a", First: 1, Events: [][]byte{[]byte("e1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange([]byte("a/2"), []byte("b/1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := scan(t, s, ""); got != "a/1=v b/1=v " {
+		t.Fatalf("after DeleteRange[a/2, b/1): %q", got)
+	}
+	if rec, err := s.Load("a"); err != nil || len(rec.Tail) != 1 {
+		t.Fatalf("DeleteRange touched the log: %+v, %v", rec, err)
+	}
+	for name, err := range map[string]error{
+		"empty start":    s.DeleteRange(nil, []byte("z")),
+		"end before":     s.DeleteRange([]byte("b"), []byte("a")),
+		"empty interval": s.DeleteRange([]byte("a"), []byte("a")),
+	} {
+		if !errors.Is(err, persist.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
 func testScanError(t *testing.T, s persist.Store) {
 	if err := s.Put(persist.KV{Key: []byte("k1"), Value: []byte("1")}, persist.KV{Key: []byte("k2"), Value: []byte("2")}); err != nil {
 		t.Fatal(err)
@@ -403,6 +433,7 @@ func testClose(t *testing.T, s persist.Store) {
 		"Get":          getErr,
 		"Put":          s.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}),
 		"Scan":         s.Scan(nil, func(k, v []byte) error { return nil }),
+		"DeleteRange":  s.DeleteRange([]byte("a"), []byte("b")),
 		"Close":        s.Close(),
 	} {
 		if !errors.Is(err, persist.ErrClosed) {

@@ -1,43 +1,29 @@
-package transport
+package api
 
 import (
 	"encoding/base64"
-	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/valyala/fasthttp"
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsonw"
-	"github.com/plaudit/plaudit/transport/auth"
+	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
-// The seed-004 door: /v1/workspaces/{ws}/objectives (an objective there is
-// a run here), their feedback, and variations. Bodies validate strictly:
-// unknown fields are 400. Errors are google.rpc.Status.
+// Seed 004: objectives (an objective there is a run here), their feedback,
+// and variations. Bodies validate strictly: unknown fields are 400.
 
-func (h *HTTP) routeSeed004(c *call, method string, seg []string) (result, error) {
-	switch {
-	case len(seg) == 1 && seg[0] == "objectives":
-		return endpoint{fasthttp.MethodPost: func() (result, error) { return h.createObjective(c) }}.serve(method)
-	case len(seg) == 2 && seg[0] == "objectives":
-		return endpoint{fasthttp.MethodGet: func() (result, error) { return h.getObjectiveRun(c, seg[1]) }}.serve(method)
-	case len(seg) == 3 && seg[0] == "objectives" && seg[2] == "feedback":
-		return endpoint{
-			fasthttp.MethodPost: func() (result, error) { return h.createFeedback(c, seg[1]) },
-			fasthttp.MethodGet:  func() (result, error) { return h.listObjectiveFeedback(c, seg[1]) },
-		}.serve(method)
-	case len(seg) == 3 && seg[0] == "agents" && seg[2] == "feedback":
-		return endpoint{fasthttp.MethodGet: func() (result, error) { return h.listAgentFeedback(c, seg[1]) }}.serve(method)
-	case len(seg) == 4 && seg[0] == "agents" && seg[2] == "variations":
-		return endpoint{fasthttp.MethodGet: func() (result, error) { return h.getSeedVariation(c, seg[1], seg[3]) }}.serve(method)
-	}
-	return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
-}
+// The seed-004 names of the engine's fields, for the paths of errors.
+var (
+	objectiveFields = map[string]string{"external_id": "metadata.externalId", "labels": "metadata.labels",
+		"variation_id": "spec.agentVariationId"}
+	feedbackFields = map[string]string{"score": "data.score", "comment": "data.comment",
+		"external_id": "metadata.externalId", "labels": "metadata.labels"}
+)
 
 // seedMetadata reads CreateOperationMetadata {externalId?, labels?}.
 func seedMetadata(b *body) (ext string, labels map[string]string) {
@@ -46,9 +32,6 @@ func seedMetadata(b *body) (ext string, labels map[string]string) {
 	}
 	b.strict("externalId", "labels")
 	ext = b.str("externalId", false)
-	if len(ext) > 200 {
-		b.fail("externalId", "must be at most 200 characters")
-	}
 	labels = b.labels("labels")
 	if t := b.top(); t.err == nil {
 		t.err = checkSeedLabels(field.Join(b.path, "labels"), labels)
@@ -56,12 +39,12 @@ func seedMetadata(b *body) (ext string, labels map[string]string) {
 	return ext, labels
 }
 
-func (h *HTTP) createObjective(c *call) (result, error) {
+func (c *call) createObjective() (result, error) {
 	var (
 		cmd      = engine.CreateRun{ProfileID: c.p.ProfileID}
 		agentRef string
 	)
-	err := parseBody(c.body, func(b *body) error {
+	err := parseBody(c.req.Body, func(b *body) error {
 		b.strict("metadata", "spec")
 		cmd.ExternalID, cmd.Labels = seedMetadata(b.object("metadata"))
 		spec := b.object("spec")
@@ -77,29 +60,31 @@ func (h *HTTP) createObjective(c *call) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	agent, err := h.reg.Agent(c.ws, agentRef)
+	agent, err := c.s.reg.Agent(c.ws, agentRef)
 	if err != nil {
 		return result{}, err
 	}
-	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.CreateRun(agent, cmd, idem) },
-		func(res any) (result, error) {
-			cr := res.(engine.CreatedRun)
-			return ok(h.appendSeedObjective(nil, c.ws, cr.Run, cr.Variation))
-		})
+	out, err := c.s.reg.CreateRun(agent, cmd, c.idem != nil)
+	if out != nil {
+		out.Err = field.Rename(out.Err, objectiveFields)
+	}
+	return settle(c, out, err, func(cr engine.CreatedRun) (result, error) {
+		return ok(c.appendSeedObjective(nil, cr.Run, cr.Variation))
+	})
 }
 
-func (h *HTTP) getObjectiveRun(c *call, ref string) (result, error) {
-	runID, agent, err := h.reg.Run(c.ws, ref)
+func (c *call) getObjectiveRun() (result, error) {
+	runID, agent, err := c.run(nil)
 	if err != nil {
 		return result{}, err
 	}
-	res, err := h.reg.Query(agent.ID, func(ag *engine.Agent, _ time.Time) (any, error) {
-		r, err := ag.Run(runID)
+	cr, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (engine.CreatedRun, error) {
+		r, err := a.Run(runID)
 		if err != nil {
-			return nil, err
+			return engine.CreatedRun{}, err
 		}
 		cr := engine.CreatedRun{Run: r}
-		if v, err := ag.Variation(r.VariationID); err == nil {
+		if v, err := a.Variation(r.VariationID); err == nil {
 			cr.Variation = &v
 		}
 		return cr, nil
@@ -107,12 +92,11 @@ func (h *HTTP) getObjectiveRun(c *call, ref string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cr := res.(engine.CreatedRun)
-	return ok(h.appendSeedObjective(nil, c.ws, cr.Run, cr.Variation))
+	return ok(c.appendSeedObjective(nil, cr.Run, cr.Variation))
 }
 
 // decodeFeedback reads CreateObjectiveFeedbackRequest: metadata and data
-// are required, unknown fields are 400, the score lies in [-1, 1].
+// are required and unknown fields are 400; the engine checks the values.
 func decodeFeedback(raw []byte) (engine.RecordFeedback, error) {
 	var cmd engine.RecordFeedback
 	err := parseBody(raw, func(b *body) error {
@@ -130,10 +114,7 @@ func decodeFeedback(raw []byte) (engine.RecordFeedback, error) {
 		}
 		data.strict("score", "comment")
 		if score, ok := data.num("score", false); ok {
-			if score < -1 || score > 1 {
-				data.fail("score", "must be between -1.0 and 1.0")
-			}
-			cmd.Score = &score
+			cmd.Score = &score // the engine checks its range
 		}
 		cmd.Comment = data.str("comment", false)
 		return nil
@@ -141,36 +122,43 @@ func decodeFeedback(raw []byte) (engine.RecordFeedback, error) {
 	return cmd, err
 }
 
-func (h *HTTP) createFeedback(c *call, ref string) (result, error) {
-	cmd, err := decodeFeedback(c.body)
+// createFeedback records seed-004 feedback on the request's run; with an
+// agent in the target (the NATS door), a run of another agent is 404.
+func (c *call) createFeedback() (result, error) {
+	cmd, err := decodeFeedback(c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
-	runID, agent, err := h.reg.Run(c.ws, ref)
+	var agent *engine.AgentInfo
+	if c.req.Target.Agent != "" {
+		a, err := c.agent()
+		if err != nil {
+			return result{}, err
+		}
+		agent = &a
+	}
+	runID, owner, err := c.run(agent)
 	if err != nil {
 		return result{}, err
 	}
-	return h.feedbackOn(c, cmd, runID, agent.ID)
-}
-
-// feedbackOn records decoded feedback on a resolved run.
-func (h *HTTP) feedbackOn(c *call, cmd engine.RecordFeedback, runID, agentID string) (result, error) {
 	cmd.RunID, cmd.ProfileID = runID, c.p.ProfileID
-	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agentID, cmd, idem) },
-		func(res any) (result, error) { return ok(h.appendFeedback(nil, c.ws, res.(engine.Feedback), nil)) })
+	return write(c, owner.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Feedback, []engine.Event, error) {
+		fb, evs, err := a.RecordFeedback(cmd, now, rnd)
+		return fb, evs, field.Rename(err, feedbackFields)
+	}, func(fb engine.Feedback) (result, error) { return ok(c.appendFeedback(nil, fb, nil)) })
 }
 
 // listParams reads cursor and limit (default 50, at most 1000).
 func listParams(c *call) (before, limit int, err error) {
 	limit = 50
-	if s := c.arg("limit"); s != "" {
+	if s := c.req.arg("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {
 			return 0, 0, field.Errorf("limit", "must be an integer from 1 to 1000")
 		}
 		limit = n
 	}
-	if s := c.arg("cursor"); s != "" {
+	if s := c.req.arg("cursor"); s != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(s)
 		n, err2 := strconv.Atoi(strings.TrimPrefix(string(raw), "fb:"))
 		if err != nil || err2 != nil || !strings.HasPrefix(string(raw), "fb:") || n < 1 {
@@ -188,32 +176,33 @@ func encodeCursor(next int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte("fb:" + strconv.Itoa(next)))
 }
 
-func (h *HTTP) listObjectiveFeedback(c *call, ref string) (result, error) {
+func (c *call) listObjectiveFeedback() (result, error) {
 	before, limit, err := listParams(c)
 	if err != nil {
 		return result{}, err
 	}
-	labels, err := parseLabelFilter("labels", c.arg("labels"))
+	labels, err := parseLabelFilter("labels", c.req.arg("labels"))
 	if err != nil {
 		return result{}, err
 	}
-	runID, agent, err := h.reg.Run(c.ws, ref)
+	runID, agent, err := c.run(nil)
 	if err != nil {
 		return result{}, err
 	}
-	return h.feedbackPage(c, agent.ID, engine.FeedbackFilter{RunID: runID, Labels: labels}, before, limit, false)
+	return c.feedbackPage(agent.ID, engine.FeedbackFilter{RunID: runID, Labels: labels}, before, limit, false)
 }
 
-func (h *HTTP) listAgentFeedback(c *call, agentRef string) (result, error) {
+func (c *call) listAgentFeedback() (result, error) {
 	before, limit, err := listParams(c)
 	if err != nil {
 		return result{}, err
 	}
-	f := engine.FeedbackFilter{VariationID: c.arg("agentVariationId"), Query: c.arg("query")}
-	if f.Labels, err = parseLabelFilter("labels", c.arg("labels")); err != nil {
+	arg := c.req.arg
+	f := engine.FeedbackFilter{VariationID: arg("agentVariationId"), Query: arg("query")}
+	if f.Labels, err = parseLabelFilter("labels", arg("labels")); err != nil {
 		return result{}, err
 	}
-	switch s := c.arg("sentiment"); s {
+	switch s := arg("sentiment"); s {
 	case "", engine.SentimentUnspecified, engine.SentimentPositive, engine.SentimentNegative:
 		f.Sentiment = s
 	default:
@@ -223,7 +212,7 @@ func (h *HTTP) listAgentFeedback(c *call, agentRef string) (result, error) {
 		name string
 		dst  *time.Time
 	}{{"createdAfter", &f.CreatedAfter}, {"createdBefore", &f.CreatedBefore}} {
-		if s := c.arg(t.name); s != "" {
+		if s := arg(t.name); s != "" {
 			v, err := time.Parse(time.RFC3339Nano, s)
 			if err != nil {
 				return result{}, field.Errorf(t.name, "must be an RFC 3339 timestamp")
@@ -232,32 +221,32 @@ func (h *HTTP) listAgentFeedback(c *call, agentRef string) (result, error) {
 		}
 	}
 	includeInfo := false
-	if s := c.arg("includeInfo"); s != "" {
+	if s := arg("includeInfo"); s != "" {
 		if includeInfo, err = strconv.ParseBool(s); err != nil {
 			return result{}, field.Errorf("includeInfo", "must be true or false")
 		}
 	}
-	agent, err := h.reg.Agent(c.ws, agentRef)
+	agent, err := c.agent()
 	if err != nil {
 		return result{}, err
 	}
-	return h.feedbackPage(c, agent.ID, f, before, limit, includeInfo)
+	return c.feedbackPage(agent.ID, f, before, limit, includeInfo)
 }
 
 // feedbackPage renders {items, nextCursor}. With includeInfo each record
 // also names its objective and the variation that ran it.
-func (h *HTTP) feedbackPage(c *call, agentID string, f engine.FeedbackFilter, before, limit int, includeInfo bool) (result, error) {
+func (c *call) feedbackPage(agentID string, f engine.FeedbackFilter, before, limit int, includeInfo bool) (result, error) {
 	type page struct {
 		items []engine.Feedback
 		names map[string]string // variation id → name
 		next  int
 	}
-	res, err := h.reg.Query(agentID, func(ag *engine.Agent, _ time.Time) (any, error) {
-		items, next := ag.ListFeedback(f, before, limit)
+	p, err := actors.Read(c.s.reg, agentID, func(a *engine.Agent, _ time.Time) (page, error) {
+		items, next := a.ListFeedback(f, before, limit)
 		p := page{items: items, next: next}
 		if includeInfo {
 			p.names = map[string]string{}
-			for _, v := range ag.Variations() {
+			for _, v := range a.Variations() {
 				p.names[v.ID] = v.Name
 			}
 		}
@@ -266,13 +255,12 @@ func (h *HTTP) feedbackPage(c *call, agentID string, f engine.FeedbackFilter, be
 	if err != nil {
 		return result{}, err
 	}
-	p := res.(page)
 	b := append([]byte(nil), `{"items":[`...)
 	for i, fb := range p.items {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = h.appendFeedback(b, c.ws, fb, p.names)
+		b = c.appendFeedback(b, fb, p.names)
 	}
 	b = append(b, ']')
 	b = jsonw.Key(b, "nextCursor")
@@ -280,21 +268,20 @@ func (h *HTTP) feedbackPage(c *call, agentID string, f engine.FeedbackFilter, be
 	return ok(append(b, '}'))
 }
 
-func (h *HTTP) getSeedVariation(c *call, agentRef, varID string) (result, error) {
-	agent, err := h.reg.Agent(c.ws, agentRef)
+func (c *call) getAgentVariation() (result, error) {
+	agent, err := c.agent()
 	if err != nil {
 		return result{}, err
 	}
-	res, err := h.reg.Query(agent.ID, func(ag *engine.Agent, _ time.Time) (any, error) { return ag.Variation(varID) })
+	v, err := c.variation(agent.ID)
 	if err != nil {
 		return result{}, err
 	}
-	v := res.(engine.Variation)
 	b := []byte(`{"metadata":{`)
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, v.ID)
 	b = jsonw.Key(b, "accountId")
-	b = jsonw.String(b, h.tenancy.AccountID())
+	b = jsonw.String(b, c.s.tenancy.AccountID())
 	b = jsonw.Key(b, "workspaceId")
 	b = jsonw.String(b, c.ws)
 	b = jsonw.Key(b, "name")
@@ -321,9 +308,9 @@ func (h *HTTP) getSeedVariation(c *call, agentRef, varID string) (result, error)
 }
 
 // appendSeedObjective renders a run as a seed-004 Objective.
-func (h *HTTP) appendSeedObjective(b []byte, ws string, r engine.Run, v *engine.Variation) []byte {
+func (c *call) appendSeedObjective(b []byte, r engine.Run, v *engine.Variation) []byte {
 	b = append(b, '{')
-	b = h.appendOpMetadata(b, ws, opMetadata{r.ID, r.Labels, r.CreatedAt, r.ExternalID, r.ProfileID})
+	b = c.appendOpMetadata(b, opMetadata{r.ID, r.Labels, r.CreatedAt, r.ExternalID, r.ProfileID})
 	b = jsonw.Key(b, "spec")
 	b = append(b, '{')
 	b = jsonw.Key(b, "agentId")
@@ -354,15 +341,15 @@ type opMetadata struct {
 }
 
 // appendOpMetadata renders "metadata": OperationMetadata.
-func (h *HTTP) appendOpMetadata(b []byte, ws string, m opMetadata) []byte {
+func (c *call) appendOpMetadata(b []byte, m opMetadata) []byte {
 	b = jsonw.Key(b, "metadata")
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, m.id)
 	b = jsonw.Key(b, "accountId")
-	b = jsonw.String(b, h.tenancy.AccountID())
+	b = jsonw.String(b, c.s.tenancy.AccountID())
 	b = jsonw.Key(b, "workspaceId")
-	b = jsonw.String(b, ws)
+	b = jsonw.String(b, c.ws)
 	b = jsonw.Key(b, "labels")
 	b = jsonw.StringMap(b, m.labels)
 	b = jsonw.Key(b, "createdAt")
@@ -379,9 +366,9 @@ func (h *HTTP) appendOpMetadata(b []byte, ws string, m opMetadata) []byte {
 // appendFeedback renders an ObjectiveFeedback. info always carries
 // submittedBy; with names (includeInfo) it also carries the objective and
 // the variation that ran it.
-func (h *HTTP) appendFeedback(b []byte, ws string, fb engine.Feedback, names map[string]string) []byte {
+func (c *call) appendFeedback(b []byte, fb engine.Feedback, names map[string]string) []byte {
 	b = append(b, '{')
-	b = h.appendOpMetadata(b, ws, opMetadata{fb.ID, fb.Labels, fb.CreatedAt, fb.ExternalID, fb.ProfileID})
+	b = c.appendOpMetadata(b, opMetadata{fb.ID, fb.Labels, fb.CreatedAt, fb.ExternalID, fb.ProfileID})
 	b = jsonw.Key(b, "data")
 	b = append(b, '{')
 	if fb.Score != nil {
@@ -396,7 +383,7 @@ func (h *HTTP) appendFeedback(b []byte, ws string, fb engine.Feedback, names map
 	b = jsonw.Key(b, "info")
 	b = append(b, '{')
 	b = jsonw.Key(b, "submittedBy")
-	b = h.appendProfile(b, fb.ProfileID)
+	b = c.appendProfile(b, fb.ProfileID)
 	if names != nil {
 		b = jsonw.Key(b, "objective")
 		b = appendBare(b, fb.RunID, "")
@@ -409,13 +396,13 @@ func (h *HTTP) appendFeedback(b []byte, ws string, fb engine.Feedback, names map
 }
 
 // appendProfile renders the Profile of an API key.
-func (h *HTTP) appendProfile(b []byte, profileID string) []byte {
-	p, _ := h.tenancy.Profile(profileID)
+func (c *call) appendProfile(b []byte, profileID string) []byte {
+	p, _ := c.s.tenancy.Profile(profileID)
 	b = append(b, `{"metadata":{`...)
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, profileID)
 	b = jsonw.Key(b, "accountId")
-	b = jsonw.String(b, h.tenancy.AccountID())
+	b = jsonw.String(b, c.s.tenancy.AccountID())
 	b = jsonw.Key(b, "name")
 	b = jsonw.String(b, p.Name)
 	b = jsonw.Key(b, "profileId")
@@ -426,7 +413,7 @@ func (h *HTTP) appendProfile(b []byte, profileID string) []byte {
 	b = jsonw.Key(b, "name")
 	b = jsonw.String(b, p.Name)
 	b = jsonw.Key(b, "type")
-	b = jsonw.String(b, auth.ProfileType)
+	b = jsonw.String(b, tenancy.ProfileType)
 	return append(b, "}}"...)
 }
 

@@ -1,10 +1,12 @@
-package transport
+package api
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/valyala/fastjson"
 
+	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/internal/jsonw"
 )
@@ -12,9 +14,13 @@ import (
 // Native variation routes: POST/GET /api/v1/agents/{agent}/variations and
 // GET .../variations/{variation}.
 
-func (a agentCall) createVariation() (result, error) {
+func (c *call) createVariation() (result, error) {
+	agent, err := c.agent()
+	if err != nil {
+		return result{}, err
+	}
 	var cmd engine.CreateVariation
-	err := parseBody(a.body, func(b *body) error {
+	err = parseBody(c.req.Body, func(b *body) error {
 		cmd.Name = b.str("name", true)
 		if v := b.get("config"); v != nil {
 			if v.Type() != fastjson.TypeObject {
@@ -28,27 +34,42 @@ func (a agentCall) createVariation() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return a.execute(cmd, func(res any) (result, error) {
-		return created(appendVariation(nil, a.agent.ID, res.(engine.Variation)))
+	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Variation, []engine.Event, error) {
+		return a.CreateVariation(cmd, now, rnd)
+	}, func(v engine.Variation) (result, error) { return created(appendVariation(nil, agent.ID, v)) })
+}
+
+func (c *call) listVariations() (result, error) {
+	agent, err := c.agent()
+	if err != nil {
+		return result{}, err
+	}
+	vs, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) ([]engine.Variation, error) {
+		return a.Variations(), nil
 	})
-}
-
-func (a agentCall) listVariations() (result, error) {
-	res, err := a.query(func(ag *engine.Agent, _ time.Time) (any, error) { return ag.Variations(), nil })
 	if err != nil {
 		return result{}, err
 	}
-	return ok(appendItems(nil, res.([]engine.Variation), func(b []byte, v engine.Variation) []byte {
-		return appendVariation(b, a.agent.ID, v)
-	}))
+	return ok(appendItems(nil, vs, func(b []byte, v engine.Variation) []byte { return appendVariation(b, agent.ID, v) }))
 }
 
-func (a agentCall) getVariation(varID string) (result, error) {
-	res, err := a.query(func(ag *engine.Agent, _ time.Time) (any, error) { return ag.Variation(varID) })
+func (c *call) getVariation() (result, error) {
+	agent, err := c.agent()
 	if err != nil {
 		return result{}, err
 	}
-	return ok(appendVariation(nil, a.agent.ID, res.(engine.Variation)))
+	v, err := c.variation(agent.ID)
+	if err != nil {
+		return result{}, err
+	}
+	return ok(appendVariation(nil, agent.ID, v))
+}
+
+func (c *call) variation(agentID string) (engine.Variation, error) {
+	varID := c.req.Target.Variation
+	return actors.Read(c.s.reg, agentID, func(a *engine.Agent, _ time.Time) (engine.Variation, error) {
+		return a.Variation(varID)
+	})
 }
 
 // appendVariation renders {id, agent_id, name, config, created_at,

@@ -1,11 +1,10 @@
-package transport
+package api
 
 import (
-	"fmt"
+	"math/rand/v2"
 	"time"
 	"unicode/utf8"
 
-	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 
 	"github.com/plaudit/plaudit/actors"
@@ -13,20 +12,10 @@ import (
 	"github.com/plaudit/plaudit/internal/jsonw"
 )
 
-// The seed-001 door: reward reports on a job (a run here).
+// Seed 001: reward reports on a job (a run here).
 //
 //	POST /v1/jobs/{id}/rewards   report, or replace the (scorer, turn)'s report
 //	GET  /v1/jobs/{id}/rewards   every piece of evidence on the job
-
-func (h *HTTP) routeJobs(c *call, method string, seg []string) (result, error) {
-	if len(seg) != 2 || seg[1] != "rewards" {
-		return result{}, fmt.Errorf("%s %s: %w", method, c.path, ErrRouteNotFound)
-	}
-	return endpoint{
-		fasthttp.MethodPost: func() (result, error) { return h.reportReward(c, seg[0]) },
-		fasthttp.MethodGet:  func() (result, error) { return h.listEvidence(c, seg[0]) },
-	}.serve(method)
-}
 
 // Limits of seed 001.
 const (
@@ -204,37 +193,37 @@ func detail(b *body) string {
 	return string(v.MarshalTo(nil))
 }
 
-func (h *HTTP) reportReward(c *call, jobRef string) (result, error) {
-	cmd, err := decodeReport(c.body)
+func (c *call) reportReward() (result, error) {
+	cmd, err := decodeReport(c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
-	runID, agent, err := h.reg.Run(c.ws, jobRef)
+	runID, agent, err := c.run(nil)
 	if err != nil {
-		return result{}, notFound("job", jobRef)
+		return result{}, notFound("job", c.req.Target.Run)
 	}
-	cmd.RunID, cmd.Started = runID, c.started
-	return c.write(func(idem *actors.Idempotent) (any, error) { return h.reg.Execute(agent.ID, cmd, idem) },
-		func(res any) (result, error) { return created(appendReport(nil, res.(engine.Report))) })
+	cmd.RunID, cmd.Started = runID, c.req.Started
+	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Report, []engine.Event, error) {
+		return a.ReportReward(cmd, now, rnd)
+	}, func(rep engine.Report) (result, error) { return created(appendReport(nil, rep)) })
 }
 
-func (h *HTTP) listEvidence(c *call, jobRef string) (result, error) {
-	runID, agent, err := h.reg.Run(c.ws, jobRef)
+func (c *call) listEvidence() (result, error) {
+	runID, agent, err := c.run(nil)
 	if err != nil {
-		return result{}, notFound("job", jobRef)
+		return result{}, notFound("job", c.req.Target.Run)
 	}
 	type evidence struct {
 		reports  []engine.Report
 		feedback []engine.Feedback
 	}
-	res, err := h.reg.Query(agent.ID, func(ag *engine.Agent, _ time.Time) (any, error) {
-		reps, err := ag.Reports(runID)
-		return evidence{reps, ag.RunFeedback(runID)}, err
+	ev, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (evidence, error) {
+		reps, err := a.Reports(runID)
+		return evidence{reps, a.RunFeedback(runID)}, err
 	})
 	if err != nil {
 		return result{}, err
 	}
-	ev := res.(evidence)
 	b := append([]byte(nil), `{"items":[`...)
 	for i, rep := range ev.reports {
 		if i > 0 {

@@ -1,9 +1,9 @@
-package transport
+package api
 
 import (
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/internal/jsonw"
-	"github.com/plaudit/plaudit/transport/auth"
+	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
 func appendAgent(b []byte, a engine.AgentInfo) []byte {
@@ -172,7 +172,7 @@ func appendObjective(b []byte, o engine.ObjectiveVersion) []byte {
 	return append(b, '}')
 }
 
-func appendWorkspace(b []byte, ws auth.Workspace) []byte {
+func appendWorkspace(b []byte, ws tenancy.Workspace) []byte {
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, ws.ID)

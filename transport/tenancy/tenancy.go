@@ -1,7 +1,8 @@
-// Package auth holds Plaudit's tenancy: the installation's account, its
+// Package tenancy holds who may do what: the installation's account, its
 // workspaces and API keys. Keys are random, shown once, stored only as a
-// SHA-256 hash and compared in constant time.
-package auth
+// SHA-256 hash and compared in constant time; a revoked key stays on record
+// (so it is never re-created) and authenticates no more.
+package tenancy
 
 import (
 	"crypto/rand"
@@ -38,7 +39,7 @@ const DefaultWorkspace = "default"
 // ProfileType is the type of every key's profile.
 const ProfileType = "PROFILE_TYPE_API_KEY"
 
-// Principal is who a request acts as.
+// Principal is who a request acts as: one API key.
 type Principal struct {
 	KeyID     string
 	ProfileID string
@@ -46,7 +47,16 @@ type Principal struct {
 	Home      string // the workspace of paths without one
 	Admin     bool   // may act on every workspace
 	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is in use
 	hash      [sha256.Size]byte
+}
+
+// Store is what the tenancy keeps on disk: a few small records, written
+// through (synced) before the tenancy changes in memory.
+type Store interface {
+	Get(key []byte) ([]byte, error) // persist.ErrNotFound when absent
+	Put(kvs ...persist.KV) error
+	Scan(prefix []byte, fn func(key, value []byte) error) error
 }
 
 // CanUse reports whether p may act on workspace ws.
@@ -68,32 +78,48 @@ const (
 // Tenancy is the set of workspaces and keys, kept in memory and written
 // through to the store before it changes.
 type Tenancy struct {
-	store persist.Store
+	store Store
 	now   func() time.Time
 
 	mu         sync.RWMutex
 	account    string
 	workspaces map[string]Workspace
-	keys       map[[sha256.Size]byte]Principal
-	rnd        *mrand.Rand // for ids; guarded by mu
+	keys       map[[sha256.Size]byte]Principal // every key ever made, revoked ones too
+	byID       map[string][sha256.Size]byte    // key id → hash
+	byProfile  map[string][sha256.Size]byte    // profile id → hash
+	rnd        *mrand.Rand                     // for ids; guarded by mu
+	onRevoke   []func(Principal)
+}
+
+// OnRevoke registers fn to run after a key is revoked, e.g. to close the
+// key's open connections. Register before serving.
+func (t *Tenancy) OnRevoke(fn func(Principal)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onRevoke = append(t.onRevoke, fn)
 }
 
 // Open loads the tenancy. On an empty store it creates the account, the
 // default workspace and an admin key: bootstrapKey if set, else a random
 // one. It returns the admin key when it made one now, "" otherwise.
-func Open(store persist.Store, bootstrapKey string, now func() time.Time) (*Tenancy, string, error) {
+func Open(store Store, bootstrapKey string, now func() time.Time) (*Tenancy, string, error) {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	t := &Tenancy{store: store, now: now, workspaces: map[string]Workspace{},
-		keys: map[[sha256.Size]byte]Principal{}, rnd: mrand.New(mrand.NewChaCha8(seed))}
+		keys: map[[sha256.Size]byte]Principal{}, byID: map[string][sha256.Size]byte{},
+		byProfile: map[string][sha256.Size]byte{}, rnd: mrand.New(mrand.NewChaCha8(seed))}
 	if err := t.load(); err != nil {
 		return nil, "", err
 	}
 	if t.account != "" {
 		if bootstrapKey != "" {
 			// A bootstrap key given to a later start is honoured too, so
-			// scripts that always pass it keep working; it stays an admin key.
-			if _, err := t.Authenticate("Bearer " + bootstrapKey); err != nil {
+			// scripts that always pass it keep working; it stays an admin
+			// key. One that was revoked stays revoked.
+			t.mu.RLock()
+			_, known := t.keys[sha256.Sum256([]byte(bootstrapKey))]
+			t.mu.RUnlock()
+			if !known {
 				if err := t.addKey(bootstrapKey, "bootstrap", DefaultWorkspace, true); err != nil {
 					return nil, "", err
 				}
@@ -128,32 +154,51 @@ func (t *Tenancy) AccountID() string { return t.account }
 // Authenticate resolves an Authorization header value ("Bearer <key>").
 func (t *Tenancy) Authenticate(header string) (Principal, error) {
 	key, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || key == "" {
+	if !ok {
 		return Principal{}, ErrUnauthenticated
 	}
-	h := sha256.Sum256([]byte(key))
+	return t.AuthenticateKey(key)
+}
+
+// AuthenticateKey resolves an API key's secret, as a NATS client presents
+// it as its token.
+func (t *Tenancy) AuthenticateKey(secret string) (Principal, error) {
+	if secret == "" {
+		return Principal{}, ErrUnauthenticated
+	}
+	h := sha256.Sum256([]byte(secret))
 	t.mu.RLock()
 	p, found := t.keys[h]
 	t.mu.RUnlock()
 	// The map is keyed by SHA-256 of the secret, so its lookup time tells an
 	// attacker nothing they can steer; the stored hash is then checked in
 	// constant time.
-	if !found || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 {
+	if !found || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 || !p.RevokedAt.IsZero() {
 		return Principal{}, ErrUnauthenticated
 	}
 	return p, nil
 }
 
-// Profile returns the key principal with a profile id.
+// Key returns the key with id keyID if it is still in use.
+func (t *Tenancy) Key(keyID string) (Principal, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	p, ok := t.keys[t.byID[keyID]]
+	if !ok || !p.RevokedAt.IsZero() {
+		return Principal{}, false
+	}
+	return p, true
+}
+
+// Profile returns the key principal with a profile id, revoked or not.
 func (t *Tenancy) Profile(profileID string) (Principal, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	for _, p := range t.keys {
-		if p.ProfileID == profileID {
-			return p, true
-		}
+	h, ok := t.byProfile[profileID]
+	if !ok {
+		return Principal{}, false
 	}
-	return Principal{}, false
+	return t.keys[h], true
 }
 
 // Workspace returns a workspace by id.
@@ -200,11 +245,8 @@ func (t *Tenancy) CreateWorkspace(p Principal, name string) (Workspace, error) {
 // CreateKey makes a key whose home is workspace wsID; p must be able to
 // act on it. It returns the key's principal and the secret, shown once.
 func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, error) {
-	if _, ok := t.Workspace(wsID); !ok {
-		return Principal{}, "", fmt.Errorf("workspace %s: %w", wsID, engine.ErrNotFound)
-	}
-	if !p.CanUse(wsID) {
-		return Principal{}, "", ErrForbidden
+	if err := t.check(p, wsID); err != nil {
+		return Principal{}, "", err
 	}
 	if name == "" || len(name) > 200 {
 		return Principal{}, "", field.Errorf("name", "must be 1-200 characters")
@@ -217,6 +259,77 @@ func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, 
 	return np, secret, nil
 }
 
+// Keys lists the keys of workspace wsID, revoked ones included, by id; p
+// must be able to act on it.
+func (t *Tenancy) Keys(p Principal, wsID string) ([]Principal, error) {
+	if err := t.check(p, wsID); err != nil {
+		return nil, err
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []Principal
+	for _, k := range t.keys {
+		if k.Home == wsID {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].KeyID < out[j].KeyID })
+	return out, nil
+}
+
+// RevokeKey revokes key keyID of workspace wsID: it authenticates no more,
+// on any door, from the next request or connection on. p must be able to
+// act on the workspace, and only an admin may revoke an admin key. Revoking
+// a revoked key answers it as it is.
+func (t *Tenancy) RevokeKey(p Principal, wsID, keyID string) (Principal, error) {
+	k, hooks, err := t.revoke(p, wsID, keyID)
+	if err != nil {
+		return Principal{}, err
+	}
+	for _, fn := range hooks {
+		fn(k)
+	}
+	return k, nil
+}
+
+func (t *Tenancy) revoke(p Principal, wsID, keyID string) (Principal, []func(Principal), error) {
+	if err := t.check(p, wsID); err != nil {
+		return Principal{}, nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.byID[keyID]
+	k := t.keys[h]
+	if !ok || k.Home != wsID {
+		return Principal{}, nil, fmt.Errorf("api key %s: %w", keyID, engine.ErrNotFound)
+	}
+	if k.Admin && !p.Admin {
+		return Principal{}, nil, fmt.Errorf("api key %s is an admin key: %w", keyID, ErrForbidden)
+	}
+	if !k.RevokedAt.IsZero() {
+		return k, t.onRevoke, nil
+	}
+	k.RevokedAt = t.now().UTC()
+	if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(k)}); err != nil {
+		return Principal{}, nil, fmt.Errorf("revoke key: %w", err)
+	}
+	t.keys[h] = k
+	return k, t.onRevoke, nil
+}
+
+// check is nil if p may act on the existing workspace wsID.
+func (t *Tenancy) check(p Principal, wsID string) error {
+	if _, ok := t.Workspace(wsID); !ok {
+		return fmt.Errorf("workspace %s: %w", wsID, engine.ErrNotFound)
+	}
+	if !p.CanUse(wsID) {
+		return ErrForbidden
+	}
+	return nil
+}
+
+func keyRecordKey(h [sha256.Size]byte) []byte { return []byte(fmt.Sprintf("%s%x", keyPrefix, h)) }
+
 func (t *Tenancy) addKey(secret, name, wsID string, admin bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -225,11 +338,18 @@ func (t *Tenancy) addKey(secret, name, wsID string, admin bool) error {
 		Name: name, Home: wsID, Admin: admin, CreatedAt: at}
 	h := sha256.Sum256([]byte(secret))
 	p.hash = h
-	if err := t.store.Put(persist.KV{Key: []byte(fmt.Sprintf("%s%x", keyPrefix, h)), Value: encodeKey(p)}); err != nil {
+	if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
-	t.keys[h] = p
+	t.index(p)
 	return nil
+}
+
+// index adds p to the in-memory maps; mu is held.
+func (t *Tenancy) index(p Principal) {
+	t.keys[p.hash] = p
+	t.byID[p.KeyID] = p.hash
+	t.byProfile[p.ProfileID] = p.hash
 }
 
 func (t *Tenancy) load() error {
@@ -259,7 +379,7 @@ func (t *Tenancy) load() error {
 			return fmt.Errorf("load key %q: %w", k, err)
 		}
 		p.hash = h
-		t.keys[h] = p
+		t.index(p)
 		return nil
 	})
 }
@@ -304,6 +424,10 @@ func encodeKey(p Principal) []byte {
 	b = jsonw.Bool(b, p.Admin)
 	b = jsonw.Key(b, "created_at")
 	b = jsonw.Time(b, p.CreatedAt)
+	if !p.RevokedAt.IsZero() {
+		b = jsonw.Key(b, "revoked_at")
+		b = jsonw.Time(b, p.RevokedAt)
+	}
 	return append(b, '}')
 }
 
@@ -313,7 +437,13 @@ func decodeKey(v []byte) (Principal, error) {
 		return Principal{}, err
 	}
 	at, _ := time.Parse(time.RFC3339Nano, string(o.GetStringBytes("created_at")))
-	return Principal{KeyID: string(o.GetStringBytes("id")), ProfileID: string(o.GetStringBytes("profile_id")),
+	p := Principal{KeyID: string(o.GetStringBytes("id")), ProfileID: string(o.GetStringBytes("profile_id")),
 		Name: string(o.GetStringBytes("name")), Home: string(o.GetStringBytes("workspace")),
-		Admin: o.GetBool("admin"), CreatedAt: at}, nil
+		Admin: o.GetBool("admin"), CreatedAt: at}
+	if s := o.GetStringBytes("revoked_at"); s != nil {
+		if p.RevokedAt, err = time.Parse(time.RFC3339Nano, string(s)); err != nil {
+			return Principal{}, fmt.Errorf("revoked_at: %w", err)
+		}
+	}
+	return p, nil
 }

@@ -1,4 +1,4 @@
-package auth
+package tenancy
 
 import (
 	"errors"
@@ -119,5 +119,75 @@ func TestAuthorisation(t *testing.T) {
 	}
 	if got := ten.Workspaces(ap); len(got) != 2 {
 		t.Errorf("the admin sees %v", got)
+	}
+}
+
+func TestRevokedKeyAuthenticatesNoMore(t *testing.T) {
+	dir := t.TempDir()
+	store, err := pebblelog.Open(dir, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, _, err := Open(store, "boot-key", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, _ := ten.Authenticate("Bearer boot-key")
+	ws, _ := ten.CreateWorkspace(admin, "team")
+	wp, secret, _ := ten.CreateKey(admin, ws.ID, "ci")
+	other, _, _ := ten.CreateKey(admin, ws.ID, "other")
+
+	cases := []struct {
+		name string
+		by   Principal
+		ws   string
+		key  string
+		want error
+	}{
+		{"a key of another workspace", wp, DefaultWorkspace, admin.KeyID, ErrForbidden},
+		{"a key not of this workspace", admin, ws.ID, admin.KeyID, engine.ErrNotFound},
+		{"an unknown key", admin, ws.ID, "key_nope", engine.ErrNotFound},
+		{"no such workspace", admin, "ws_nope", wp.KeyID, engine.ErrNotFound},
+	}
+	for _, c := range cases {
+		if _, err := ten.RevokeKey(c.by, c.ws, c.key); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	// A workspace key may revoke a key of its own workspace, itself included.
+	got, err := ten.RevokeKey(other, ws.ID, wp.KeyID)
+	if err != nil || got.RevokedAt.IsZero() {
+		t.Fatalf("revoke = %+v, %v", got, err)
+	}
+	if _, err := ten.AuthenticateKey(secret); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("revoked key authenticates: %v", err)
+	}
+	if _, ok := ten.Key(wp.KeyID); ok {
+		t.Fatal("Key finds a revoked key")
+	}
+	if again, err := ten.RevokeKey(admin, ws.ID, wp.KeyID); err != nil || !again.RevokedAt.Equal(got.RevokedAt) {
+		t.Fatalf("revoking again = %+v, %v", again, err)
+	}
+	if _, err := ten.RevokeKey(other, DefaultWorkspace, admin.KeyID); !errors.Is(err, ErrForbidden) {
+		t.Fatalf("a workspace key revoked an admin key: %v", err)
+	}
+	if _, err := ten.RevokeKey(admin, DefaultWorkspace, admin.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ten.Keys(admin, ws.ID)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys of the workspace = %+v, %v", keys, err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Revocations survive a restart, and a revoked bootstrap key given again
+	// is not made anew.
+	again, _ := openTenancy(t, dir, "boot-key")
+	if _, err := again.AuthenticateKey(secret); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("revoked key authenticates after reopen: %v", err)
+	}
+	if _, err := again.Authenticate("Bearer boot-key"); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("a revoked bootstrap key came back: %v", err)
 	}
 }

@@ -1,0 +1,220 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/persist"
+)
+
+// ErrUnknownOutcome means the actor took a write but its caller stopped
+// waiting before the write was durable or failed: it may still land. It
+// wraps ErrUnavailable.
+var ErrUnknownOutcome = fmt.Errorf("the write was taken but its outcome is not known yet: %w", ErrUnavailable)
+
+// request is one message to an agent actor. The typed wrappers (Read,
+// Write) capture their result in do's closure; the actor reports only
+// whether the request completed, through done, so nothing crosses the
+// boundary as an untyped value.
+type request struct {
+	// do runs on the actor's goroutine against its agent and returns the
+	// events to persist (none for a read).
+	do   func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error)
+	read bool // a read: the agent must exist, nothing is written
+	// early answers a write as soon as it is decided, before its events
+	// are durable: the selection fast path (see agentActor.answerEarly).
+	early bool
+	// hold keeps the write's events from the log until Commit hands over
+	// the records to write in the same batch (see Outcome.Commit).
+	hold bool
+
+	// state settles who owns the request: the actor (taken) or the caller,
+	// which stopped waiting before the actor reached it (abandoned). An
+	// abandoned request is dropped unexecuted.
+	state   atomic.Int32
+	pid     *actor.PID    // the actor it was sent to
+	decided chan struct{} // hold: closed once do has run
+	done    chan error    // buffered: the request completed (nil) or failed
+	records []persist.KV  // hold: set by Commit before it sends attach
+	// heldEvents is set by the actor when the held write decided events.
+	heldEvents bool
+}
+
+const (
+	reqPending int32 = iota
+	reqTaken
+	reqAbandoned
+)
+
+func newRequest(read, hold bool) *request {
+	q := &request{read: read, hold: hold, done: make(chan error, 1)}
+	if hold {
+		q.decided = make(chan struct{})
+	}
+	return q
+}
+
+// take claims the request for the actor; false means the caller gave up.
+func (q *request) take() bool { return q.state.CompareAndSwap(reqPending, reqTaken) }
+
+// finish completes the request; it is called once.
+func (q *request) finish(err error) { q.done <- err }
+
+// attach hands a held write's records to its actor.
+type attach struct{ req *request }
+
+// awaitDecision waits until a held write is decided, or failed before it
+// was. On timeout it abandons a request the actor has not taken (nothing
+// will be written); one already taken is decided at once, so it waits on.
+func (q *request) awaitDecision(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-q.decided:
+		return nil
+	case err := <-q.done:
+		return err
+	case <-t.C:
+	}
+	if q.state.CompareAndSwap(reqPending, reqAbandoned) {
+		return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
+	}
+	select {
+	case <-q.decided:
+		return nil
+	case err := <-q.done:
+		return err
+	}
+}
+
+// waitDone waits for the request to complete.
+func (q *request) waitDone(timeout time.Duration) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-q.done:
+		return err
+	case <-t.C:
+	}
+	if q.state.CompareAndSwap(reqPending, reqAbandoned) {
+		return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
+	}
+	return ErrUnknownOutcome
+}
+
+// Read runs fn against the agent's state inside its actor, after every
+// change the actor applied before it is durable, and returns fn's answer.
+// fn must not keep the *engine.Agent or anything that aliases its state.
+func Read[R any](r *Registry, agentID string, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
+	var (
+		res     R
+		verdict error
+	)
+	q := newRequest(true, false)
+	q.do = func(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
+		res, verdict = fn(a, now)
+		return nil, nil
+	}
+	if err := r.send(agentID, q); err != nil {
+		var zero R
+		return zero, err
+	}
+	if err := q.waitDone(r.cfg.RequestTimeout); err != nil {
+		var zero R
+		return zero, err
+	}
+	return res, verdict
+}
+
+// Command carries out one engine command against the agent, as the engine's
+// typed methods do: it returns the answer and the events it applied.
+type Command[R any] func(a *engine.Agent, now time.Time, rnd *rand.Rand) (R, []engine.Event, error)
+
+// Outcome is what a write decided. Result and Err are the engine's answer
+// and verdict; a write whose Err is set changed nothing.
+type Outcome[R any] struct {
+	Result R
+	Err    error
+
+	r       *Registry
+	req     *request // set while the write is held
+	release func()   // runs once the write is settled
+}
+
+// Write runs cmd on the agent's actor. Unless hold is set it returns once
+// the write's events are durable (a new run sooner; see answerEarly).
+//
+// With hold, it returns as soon as the write is decided: the events are
+// applied but wait, unsent, until Commit hands over the records to write
+// in the same batch. This is how an Idempotency-Key record, which the
+// caller renders from the outcome, lands atomically with the write it
+// records. Commit must then be called exactly once; until then the agent's
+// log waits.
+//
+// The error is about delivery (ErrOverloaded, ErrUnavailable and its
+// ErrUnknownOutcome); the engine's verdict is Outcome.Err.
+func Write[R any](r *Registry, agentID string, hold bool, cmd Command[R]) (*Outcome[R], error) {
+	return write(r, agentID, hold, false, cmd, nil)
+}
+
+func write[R any](r *Registry, agentID string, hold, early bool, cmd Command[R], release func()) (*Outcome[R], error) {
+	out := &Outcome[R]{r: r, release: release}
+	q := newRequest(false, hold)
+	q.early = early
+	q.do = func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error) {
+		var evs []engine.Event
+		out.Result, evs, out.Err = cmd(a, now, rnd)
+		return evs, nil
+	}
+	if err := r.send(agentID, q); err != nil {
+		out.settle()
+		return nil, err
+	}
+	if hold {
+		if err := q.awaitDecision(r.cfg.RequestTimeout); err != nil {
+			out.settle()
+			return nil, err
+		}
+		out.req = q
+		return out, nil
+	}
+	err := q.waitDone(r.cfg.RequestTimeout)
+	if !errors.Is(err, ErrUnknownOutcome) {
+		out.settle()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Commit completes a held write: records are written in the same batch as
+// its events, and Commit returns once that batch is durable. For a write
+// that was not held it does nothing.
+func (o *Outcome[R]) Commit(records ...persist.KV) error {
+	q := o.req
+	if q == nil {
+		return nil
+	}
+	o.req = nil
+	q.records = records
+	o.r.system.Root.Send(q.pid, &attach{req: q})
+	err := q.waitDone(o.r.cfg.RequestTimeout)
+	if !errors.Is(err, ErrUnknownOutcome) {
+		o.settle()
+	}
+	return err
+}
+
+func (o *Outcome[R]) settle() {
+	if o.release != nil {
+		o.release()
+		o.release = nil
+	}
+}

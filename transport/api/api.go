@@ -1,0 +1,160 @@
+// Package api is Plaudit's door-neutral service: every operation of every
+// door as Request → Response. It authorises the request against the
+// workspaces (the door has authenticated it), replays or records
+// Idempotency-Key outcomes, turns the seeds' request shapes into engine
+// commands on the agent actors, and renders the answers in the seeds'
+// response shapes. A door only translates its wire into a Request and a
+// Response back onto it: the HTTP door (transport/httpdoor) maps method and
+// path, the NATS door (transport/natsdoor) maps subject and body.
+//
+// Field names: the engine names invalid fields in its own words (score,
+// external_id); the request shapes of a seed rename them to the seed's
+// paths (data.score, metadata.externalId) here, in one table per shape.
+package api
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// Op names one operation.
+type Op string
+
+// The operations, by the seed whose shapes they speak.
+const (
+	// Workspaces and keys (SPEC §1).
+	ListWorkspaces  Op = "list_workspaces"
+	CreateWorkspace Op = "create_workspace"
+	ListAPIKeys     Op = "list_api_keys"
+	CreateAPIKey    Op = "create_api_key"
+	RevokeAPIKey    Op = "revoke_api_key"
+
+	// Seed 000 and the native routes (/api/v1).
+	ListAgents          Op = "list_agents"
+	CreateAgent         Op = "create_agent"
+	GetAgent            Op = "get_agent"
+	RecordSignal        Op = "record_signal"
+	CreateRun           Op = "create_run" // variation selection
+	GetRun              Op = "get_run"
+	FinishRun           Op = "finish_run"
+	ClaimObject         Op = "claim_object"
+	RegisterTrace       Op = "register_trace"
+	ListRunSignals      Op = "list_run_signals"
+	GetReward           Op = "get_reward"
+	GetObjective        Op = "get_objective"
+	GetObjectiveVersion Op = "get_objective_version"
+	PutObjective        Op = "put_objective"
+	VersionRewards      Op = "version_rewards"
+	ListVariations      Op = "list_variations"
+	CreateVariation     Op = "create_variation"
+	GetVariation        Op = "get_variation"
+
+	// Seed 001: reward reports on a job (a run).
+	ReportReward Op = "report_reward"
+	ListEvidence Op = "list_evidence"
+
+	// Seed 004: objectives (runs), feedback, variations.
+	CreateObjective       Op = "create_objective"
+	GetObjectiveRun       Op = "get_objective_run"
+	CreateFeedback        Op = "create_feedback"
+	ListObjectiveFeedback Op = "list_objective_feedback"
+	ListAgentFeedback     Op = "list_agent_feedback"
+	GetAgentVariation     Op = "get_agent_variation"
+)
+
+// Target names what an operation acts on: the path parameters of HTTP, the
+// subject tokens and body members of NATS. References to agents and runs
+// may be ids or "external_id:<value>".
+type Target struct {
+	Agent     string
+	Run       string // a run, a seed-001 job or a seed-004 objective
+	Variation string
+	Version   string // an agent release label, or an objective version number
+	Key       string // an API key id
+}
+
+// ErrorShape is the error body a request is answered with.
+type ErrorShape int
+
+const (
+	// ErrorJSON is {"error": {code, message, request_id}}.
+	ErrorJSON ErrorShape = iota
+	// ErrorRPC is google.rpc.Status {code, message, details} (seed 004).
+	ErrorRPC
+)
+
+// Request is one operation as a door admitted it.
+type Request struct {
+	Op        Op
+	Principal tenancy.Principal // who the door authenticated
+	// Workspace is the workspace the request names (a /v1/workspaces/{ws}
+	// path, a NATS subject); empty, it acts in the principal's home.
+	Workspace string
+	Target    Target
+	Body      []byte // owned by the service once handed over
+	// Query returns a query argument ("" when absent); nil means none.
+	Query func(name string) string
+	// IdempotencyKey is the Idempotency-Key header; nil when absent.
+	IdempotencyKey []byte
+	Started        uint64 // start order, stamped at admission (Service.Stamp)
+	RequestID      string
+	Errors         ErrorShape
+}
+
+func (r *Request) arg(name string) string {
+	if r.Query == nil {
+		return ""
+	}
+	return r.Query(name)
+}
+
+// scope is what an Idempotency-Key is scoped to besides its workspace: the
+// operation and its target (and the error shape, so a door never replays
+// another door's error body).
+func (r *Request) scope() string {
+	t := r.Target
+	return strings.Join([]string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key,
+		strconv.Itoa(int(r.Errors))}, "\x00")
+}
+
+// Response is what the door writes back.
+type Response struct {
+	Status int
+	Body   []byte // JSON
+	// RequestID is the id to report: the request's own, or on a replay the
+	// first response's.
+	RequestID string
+	// RetryAfter, in seconds, when the client should retry (503).
+	RetryAfter int
+	// Message is the error message of a failed request ("" on success),
+	// for doors that carry it outside the body (NATS error headers).
+	Message string
+}
+
+// result is what a handler answers on success.
+type result struct {
+	status int
+	body   []byte
+	reqID  string // a replayed response's own request id
+	// record, when set, is what an Idempotency-Key records instead of body:
+	// a response that carries a secret records it without the secret.
+	record []byte
+}
+
+func ok(b []byte) (result, error)      { return result{status: 200, body: b}, nil }
+func created(b []byte) (result, error) { return result{status: 201, body: b}, nil }
+
+// statusFor is 201 for a call that created something, 200 for a repeat.
+func statusFor(created bool) int {
+	if created {
+		return 201
+	}
+	return 200
+}
+
+func notFound(what, ref string) error {
+	return fmt.Errorf("%s %s: %w", what, ref, errNotFound)
+}

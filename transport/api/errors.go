@@ -1,0 +1,117 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/transport/idempotency"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// Errors a door raises before the service, answered through Error.
+var (
+	ErrBodyTooLarge     = errors.New("request body too large")
+	ErrUnsupportedMedia = errors.New("Content-Type must be application/json")
+	ErrMethodNotAllowed = errors.New("method not allowed")
+	ErrRouteNotFound    = errors.New("no such route")
+	ErrRecovering       = errors.New("the server is still recovering")
+)
+
+var errNotFound = engine.ErrNotFound
+
+// failure is how every door reports one kind of error.
+type failure struct {
+	status int    // HTTP status, also the NATS Nats-Service-Error-Code
+	code   string // error.code on the JSON doors
+	grpc   int    // google.rpc.Code on the seed-004 door
+}
+
+// failures maps sentinel errors to their answer; the first match wins. It
+// is the one table of every door.
+var failures = []struct {
+	err error
+	failure
+}{
+	{field.ErrInvalid, failure{400, "invalid_request", 3}},
+	{tenancy.ErrUnauthenticated, failure{401, "unauthenticated", 16}},
+	{tenancy.ErrForbidden, failure{403, "forbidden", 7}},
+	{engine.ErrNotFound, failure{404, "not_found", 5}},
+	{ErrRouteNotFound, failure{404, "not_found", 5}},
+	{ErrMethodNotAllowed, failure{405, "method_not_allowed", 12}},
+	{engine.ErrConflict, failure{409, "conflict", 6}},
+	{engine.ErrSuperseded, failure{409, "reward_superseded", 10}},
+	{idempotency.ErrKeyReused, failure{409, "idempotency_key_reused", 6}},
+	{idempotency.ErrInProgress, failure{409, "idempotency_in_progress", 10}},
+	{ErrBodyTooLarge, failure{413, "body_too_large", 8}},
+	{ErrUnsupportedMedia, failure{415, "unsupported_media_type", 3}},
+	{actors.ErrOverloaded, failure{503, "overloaded", 8}},
+	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
+	{ErrRecovering, failure{503, "unavailable", 14}},
+}
+
+var internalFailure = failure{500, "internal", 13}
+
+func classify(err error) failure {
+	for _, f := range failures {
+		if errors.Is(err, f.err) {
+			return f.failure
+		}
+	}
+	return internalFailure
+}
+
+// errorResponse renders err in the request's error shape.
+func errorResponse(err error, reqID string, shape ErrorShape) Response {
+	f := classify(err)
+	msg := err.Error()
+	resp := Response{Status: f.status, Body: errorBody(f, msg, reqID, shape), RequestID: reqID, Message: msg}
+	if f.status == 503 {
+		resp.RetryAfter = 1
+	}
+	return resp
+}
+
+// errorMessage reads the message back from an error body of either shape.
+func errorMessage(body []byte) string {
+	v, err := fastjson.ParseBytes(body)
+	if err != nil {
+		return ""
+	}
+	if m := v.GetStringBytes("error", "message"); m != nil {
+		return string(m)
+	}
+	return string(v.GetStringBytes("message"))
+}
+
+// errorBody renders {"error": {code, message, request_id}} or, in the
+// seed-004 shape, google.rpc.Status {code, message, details}.
+func errorBody(f failure, msg, reqID string, shape ErrorShape) []byte {
+	b := make([]byte, 0, 128)
+	if shape == ErrorRPC {
+		b = append(b, '{')
+		b = jsonw.Key(b, "code")
+		b = jsonw.Int(b, int64(f.grpc))
+		b = jsonw.Key(b, "message")
+		b = jsonw.String(b, msg)
+		b = jsonw.Key(b, "details")
+		return append(b, "[]}"...)
+	}
+	b = append(b, `{"error":{`...)
+	b = jsonw.Key(b, "code")
+	b = jsonw.String(b, f.code)
+	b = jsonw.Key(b, "message")
+	b = jsonw.String(b, msg)
+	b = jsonw.Key(b, "request_id")
+	b = jsonw.String(b, reqID)
+	return append(b, "}}"...)
+}
+
+// invalid is a validation error at path.
+func invalid(path, format string, args ...any) error {
+	return field.Errorf(path, format, args...)
+}

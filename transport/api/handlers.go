@@ -1,0 +1,80 @@
+package api
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/engine/field"
+)
+
+// handler serves one operation; write marks the operations that change
+// state, the ones an Idempotency-Key applies to.
+type handler struct {
+	fn    func(c *call) (result, error)
+	write bool
+}
+
+var handlers = map[Op]handler{
+	ListWorkspaces:  {fn: (*call).listWorkspaces},
+	CreateWorkspace: {fn: (*call).createWorkspace, write: true},
+	ListAPIKeys:     {fn: (*call).listKeys},
+	CreateAPIKey:    {fn: (*call).createKey, write: true},
+	RevokeAPIKey:    {fn: (*call).revokeKey, write: true},
+
+	ListAgents:          {fn: (*call).listAgents},
+	CreateAgent:         {fn: (*call).createAgent, write: true},
+	GetAgent:            {fn: (*call).getAgent},
+	RecordSignal:        {fn: (*call).recordSignal, write: true},
+	CreateRun:           {fn: (*call).createRun, write: true},
+	GetRun:              {fn: (*call).getRun},
+	FinishRun:           {fn: (*call).finishRun, write: true},
+	ClaimObject:         {fn: (*call).claimObject, write: true},
+	RegisterTrace:       {fn: (*call).registerTrace, write: true},
+	ListRunSignals:      {fn: (*call).listRunSignals},
+	GetReward:           {fn: (*call).getReward},
+	GetObjective:        {fn: (*call).getObjective},
+	GetObjectiveVersion: {fn: (*call).getObjectiveVersion},
+	PutObjective:        {fn: (*call).putObjective, write: true},
+	VersionRewards:      {fn: (*call).versionRewards},
+	ListVariations:      {fn: (*call).listVariations},
+	CreateVariation:     {fn: (*call).createVariation, write: true},
+	GetVariation:        {fn: (*call).getVariation},
+
+	ReportReward: {fn: (*call).reportReward, write: true},
+	ListEvidence: {fn: (*call).listEvidence},
+
+	CreateObjective:       {fn: (*call).createObjective, write: true},
+	GetObjectiveRun:       {fn: (*call).getObjectiveRun},
+	CreateFeedback:        {fn: (*call).createFeedback, write: true},
+	ListObjectiveFeedback: {fn: (*call).listObjectiveFeedback},
+	ListAgentFeedback:     {fn: (*call).listAgentFeedback},
+	GetAgentVariation:     {fn: (*call).getAgentVariation},
+}
+
+// BodyArgs maps a body's top-level string and number members to their text:
+// a door without paths and query strings (NATS) takes its targets and
+// arguments from the body.
+func BodyArgs(raw []byte) (map[string]string, error) {
+	args := map[string]string{}
+	if len(raw) == 0 {
+		return args, nil
+	}
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(raw)
+	if err != nil {
+		return nil, field.Errorf("", "body is not valid JSON: %v", err)
+	}
+	o, err := v.Object()
+	if err != nil {
+		return nil, field.Errorf("", "body must be a JSON object")
+	}
+	o.Visit(func(k []byte, m *fastjson.Value) {
+		switch m.Type() {
+		case fastjson.TypeString:
+			args[string(k)] = string(m.GetStringBytes())
+		case fastjson.TypeNumber:
+			args[string(k)] = m.String()
+		}
+	})
+	return args, nil
+}

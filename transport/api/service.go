@@ -1,0 +1,243 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/transport/idempotency"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// Config configures the service; zero fields take defaults.
+type Config struct {
+	// IdempotencyTTL is how long Idempotency-Key records are kept (24h);
+	// SweepInterval is how often expired ones are deleted (10m).
+	IdempotencyTTL time.Duration
+	SweepInterval  time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
+}
+
+// Service serves every operation. It is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	reg     *actors.Registry
+	tenancy *tenancy.Tenancy
+	idem    *idempotency.Keeper
+	ready   atomic.Bool
+	stop    chan struct{}
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+	lastStamp atomic.Uint64
+}
+
+// New returns the service over the agent actors and the tenancy, keeping
+// Idempotency-Key records in store; it sweeps expired records until Close.
+func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempotency.Store) (*Service, error) {
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	keeper, err := idempotency.New(store, cfg.IdempotencyTTL, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	var p [4]byte
+	_, _ = rand.Read(p[:])
+	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, stop: make(chan struct{}),
+		reqPrefix: "req_" + hex.EncodeToString(p[:])}
+	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })
+	return s, nil
+}
+
+// Close stops the sweeper.
+func (s *Service) Close() { close(s.stop) }
+
+// SetReady marks recovery as done; before it every request is 503.
+func (s *Service) SetReady() { s.ready.Store(true) }
+
+// Ready reports whether the service serves requests.
+func (s *Service) Ready() bool { return s.ready.Load() }
+
+// Tenancy is the service's tenancy, for doors to authenticate against.
+func (s *Service) Tenancy() *tenancy.Tenancy { return s.tenancy }
+
+// SweepIdempotency deletes the expired Idempotency-Key records now.
+func (s *Service) SweepIdempotency() error { return s.idem.Sweep() }
+
+// RequestID returns a new request id.
+func (s *Service) RequestID() string {
+	return s.reqPrefix + "_" + strconv.FormatUint(s.reqSeq.Add(1), 36)
+}
+
+// Stamp returns a start-order stamp: Unix nanoseconds, strictly
+// increasing, so a request admitted later always carries a larger stamp,
+// across restarts too (as long as the clock does not step back). Doors
+// stamp a request as they admit it.
+func (s *Service) Stamp() uint64 {
+	now := uint64(s.cfg.Now().UnixNano())
+	for {
+		last := s.lastStamp.Load()
+		next := max(now, last+1)
+		if s.lastStamp.CompareAndSwap(last, next) {
+			return next
+		}
+	}
+}
+
+// Error answers a request a door rejects itself (no route, bad body, failed
+// authentication) in the request's error shape.
+func (s *Service) Error(req *Request, err error) Response {
+	resp := errorResponse(err, req.RequestID, req.Errors)
+	if resp.Status >= 500 {
+		s.cfg.Logger.Error("request failed", "request_id", req.RequestID, "err", err)
+	}
+	return resp
+}
+
+// Handle serves one request.
+func (s *Service) Handle(req *Request) Response {
+	if !s.ready.Load() {
+		return s.Error(req, ErrRecovering)
+	}
+	c := &call{s: s, req: req, p: req.Principal, ws: req.Principal.Home}
+	res, err := s.serve(c)
+	return c.respond(res, err)
+}
+
+// call is one request on its way through the service.
+type call struct {
+	s   *Service
+	req *Request
+	p   tenancy.Principal
+	ws  string // the workspace the request acts in
+	// idem is the request's Idempotency-Key reservation, and recorded tells
+	// whether its record went out with the write it records.
+	idem     *idempotency.Reservation
+	recorded bool
+}
+
+// respond renders a handler's outcome as the client gets it.
+func (c *call) respond(res result, err error) Response {
+	if err != nil {
+		return c.s.Error(c.req, err)
+	}
+	resp := Response{Status: res.status, Body: res.body, RequestID: c.req.RequestID}
+	if res.reqID != "" { // a replay
+		resp.RequestID = res.reqID
+		if res.status >= 400 {
+			resp.Message = errorMessage(res.body)
+		}
+	}
+	return resp
+}
+
+func (s *Service) serve(c *call) (result, error) {
+	h, ok := handlers[c.req.Op]
+	if !ok {
+		return result{}, fmt.Errorf("operation %q: %w", c.req.Op, ErrRouteNotFound)
+	}
+	if c.req.Workspace != "" {
+		if err := c.enterWorkspace(c.req.Workspace); err != nil {
+			return result{}, err
+		}
+	}
+	if c.req.IdempotencyKey == nil || !h.write {
+		return h.fn(c)
+	}
+	rec, res, err := s.idem.Begin(c.ws, c.req.scope(), string(c.req.IdempotencyKey), c.req.Body)
+	if err != nil {
+		return result{}, err
+	}
+	if rec != nil {
+		return result{status: rec.Status, body: rec.Body, reqID: rec.RequestID}, nil
+	}
+	c.idem = res
+	out, err := h.fn(c)
+	s.finishKeyed(c, out, err)
+	return out, err
+}
+
+// finishKeyed records a keyed request's outcome unless its write already
+// did, then releases the key. 5xx outcomes are not recorded: they may be
+// retried.
+func (s *Service) finishKeyed(c *call, res result, err error) {
+	defer s.idem.Release(c.idem)
+	if c.recorded {
+		return
+	}
+	if rec, ok := c.record(res, err); ok {
+		if serr := s.idem.Store(c.idem, rec); serr != nil {
+			s.cfg.Logger.Error("idempotency record not stored", "request_id", c.req.RequestID, "err", serr)
+		}
+	}
+}
+
+// record is the Idempotency-Key record of an outcome; false when it must
+// not be recorded.
+func (c *call) record(res result, err error) (idempotency.Record, bool) {
+	resp := c.respond(res, err)
+	if resp.Status >= 500 {
+		return idempotency.Record{}, false
+	}
+	body := resp.Body
+	if err == nil && res.record != nil {
+		body = res.record
+	}
+	return idempotency.Record{Status: resp.Status, RequestID: resp.RequestID, Body: body}, true
+}
+
+// write runs cmd on the agent's actor and renders its answer. With an
+// Idempotency-Key the write is held (actors.Write): the record is rendered
+// here, from the outcome, and committed in the same batch as the write's
+// events, so after any crash a retry finds either both or neither.
+func write[R any](c *call, agentID string, cmd actors.Command[R], render func(R) (result, error)) (result, error) {
+	out, err := actors.Write(c.s.reg, agentID, c.idem != nil, cmd)
+	return settle(c, out, err, render)
+}
+
+// settle renders a write's outcome and, for a held one, commits its record.
+func settle[R any](c *call, out *actors.Outcome[R], err error, render func(R) (result, error)) (result, error) {
+	if err != nil {
+		if c.idem != nil && errors.Is(err, actors.ErrUnknownOutcome) {
+			c.s.idem.Keep(c.idem) // the write may still land, and its record with it
+		}
+		return result{}, err
+	}
+	res, verdict := result{}, out.Err
+	if verdict == nil {
+		res, verdict = render(out.Result)
+	}
+	if c.idem == nil {
+		return res, verdict
+	}
+	var kvs []persist.KV
+	if rec, ok := c.record(res, verdict); ok {
+		kvs = c.s.idem.Records(c.idem, rec)
+	}
+	if err := out.Commit(kvs...); err != nil {
+		if errors.Is(err, actors.ErrUnknownOutcome) {
+			c.s.idem.Keep(c.idem)
+		}
+		return result{}, err
+	}
+	c.recorded = true
+	return res, verdict
+}

@@ -1,0 +1,129 @@
+package httpdoor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/plaudit/plaudit/transport/api"
+)
+
+// route binds a method and a path pattern to an operation. Pattern segments
+// in braces bind to the request's target: {ws} to the workspace, the others
+// to the api.Target field of that name.
+type route struct {
+	method, pattern string
+	op              api.Op
+}
+
+var routes = []route{
+	{"GET", "/v1/workspaces", api.ListWorkspaces},
+	{"POST", "/v1/workspaces", api.CreateWorkspace},
+	{"GET", "/v1/workspaces/{ws}/api-keys", api.ListAPIKeys},
+	{"POST", "/v1/workspaces/{ws}/api-keys", api.CreateAPIKey},
+	{"DELETE", "/v1/workspaces/{ws}/api-keys/{key}", api.RevokeAPIKey},
+
+	{"GET", "/api/v1/agents", api.ListAgents},
+	{"POST", "/api/v1/agents", api.CreateAgent},
+	{"GET", "/api/v1/agents/{agent}", api.GetAgent},
+	{"POST", "/api/v1/agents/{agent}/signals", api.RecordSignal},
+	{"POST", "/api/v1/agents/{agent}/runs", api.CreateRun},
+	{"GET", "/api/v1/agents/{agent}/runs/{run}", api.GetRun},
+	{"POST", "/api/v1/agents/{agent}/runs/{run}/finish", api.FinishRun},
+	{"POST", "/api/v1/agents/{agent}/runs/{run}/claims", api.ClaimObject},
+	{"POST", "/api/v1/agents/{agent}/runs/{run}/traces", api.RegisterTrace},
+	{"GET", "/api/v1/agents/{agent}/runs/{run}/signals", api.ListRunSignals},
+	{"GET", "/api/v1/agents/{agent}/runs/{run}/reward", api.GetReward},
+	{"GET", "/api/v1/agents/{agent}/objective", api.GetObjective},
+	{"PUT", "/api/v1/agents/{agent}/objective", api.PutObjective},
+	{"GET", "/api/v1/agents/{agent}/objective/versions/{version}", api.GetObjectiveVersion},
+	{"GET", "/api/v1/agents/{agent}/versions/{version}/rewards", api.VersionRewards},
+	{"GET", "/api/v1/agents/{agent}/variations", api.ListVariations},
+	{"POST", "/api/v1/agents/{agent}/variations", api.CreateVariation},
+	{"GET", "/api/v1/agents/{agent}/variations/{variation}", api.GetVariation},
+
+	{"POST", "/v1/jobs/{run}/rewards", api.ReportReward},
+	{"GET", "/v1/jobs/{run}/rewards", api.ListEvidence},
+
+	{"POST", "/v1/workspaces/{ws}/objectives", api.CreateObjective},
+	{"GET", "/v1/workspaces/{ws}/objectives/{run}", api.GetObjectiveRun},
+	{"POST", "/v1/workspaces/{ws}/objectives/{run}/feedback", api.CreateFeedback},
+	{"GET", "/v1/workspaces/{ws}/objectives/{run}/feedback", api.ListObjectiveFeedback},
+	{"GET", "/v1/workspaces/{ws}/agents/{agent}/feedback", api.ListAgentFeedback},
+	{"GET", "/v1/workspaces/{ws}/agents/{agent}/variations/{variation}", api.GetAgentVariation},
+}
+
+// Route fills req's operation, workspace, target and error shape from a
+// method and a path. An unknown path is api.ErrRouteNotFound, a known one
+// with another method api.ErrMethodNotAllowed.
+func Route(req *api.Request, method, path string) error {
+	req.Errors = errorShape(path)
+	seg := splitPath(path)
+	known := false
+	for _, r := range routes {
+		var t api.Target
+		ws, ok := match(r.pattern, seg, &t)
+		if !ok {
+			continue
+		}
+		known = true
+		if r.method != method {
+			continue
+		}
+		req.Op, req.Workspace, req.Target = r.op, ws, t
+		return nil
+	}
+	if known {
+		return fmt.Errorf("%s %s: %w", method, path, api.ErrMethodNotAllowed)
+	}
+	return fmt.Errorf("%s %s: %w", method, path, api.ErrRouteNotFound)
+}
+
+// errorShape is google.rpc.Status under /v1/workspaces (seed 004), the
+// {"error": …} body elsewhere.
+func errorShape(path string) api.ErrorShape {
+	if strings.HasPrefix(path, "/v1/workspaces") {
+		return api.ErrorRPC
+	}
+	return api.ErrorJSON
+}
+
+// match binds the segments of a path to a pattern's placeholders.
+func match(pattern string, seg []string, t *api.Target) (ws string, ok bool) {
+	pat := splitPath(pattern)
+	if len(pat) != len(seg) {
+		return "", false
+	}
+	for i, p := range pat {
+		name, isVar := strings.CutPrefix(p, "{")
+		if !isVar {
+			if p != seg[i] {
+				return "", false
+			}
+			continue
+		}
+		v := seg[i]
+		switch strings.TrimSuffix(name, "}") {
+		case "ws":
+			ws = v
+		case "agent":
+			t.Agent = v
+		case "run":
+			t.Run = v
+		case "variation":
+			t.Variation = v
+		case "version":
+			t.Version = v
+		case "key":
+			t.Key = v
+		}
+	}
+	return ws, true
+}
+
+func splitPath(path string) []string {
+	path = strings.Trim(path, "/")
+	if path == "" {
+		return nil
+	}
+	return strings.Split(path, "/")
+}

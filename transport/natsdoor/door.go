@@ -1,0 +1,240 @@
+package natsdoor
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// Config configures the door; zero fields take defaults.
+type Config struct {
+	// InFlight bounds requests being served at once; past it requests are
+	// answered 503 at once rather than queued without limit.
+	InFlight int
+	// PendingMsgs bounds each endpoint's subscription buffer.
+	PendingMsgs int
+	MaxBody     int // bytes; default 1 MiB
+	// ConnectionIdentity trusts the server-set Nats-Request-Info header for
+	// who sent a request: set it when the server's clients authenticate
+	// through Embedded. Without it (an external server), every request
+	// must carry an Authorization header.
+	ConnectionIdentity bool
+	Version            string // reported by $SRV.INFO
+	Logger             *slog.Logger
+}
+
+// Door is the request-reply door: a nats.go micro service named "plaudit"
+// with endpoints on plaudit.v1.<ws>.<agent>.<op>. Bodies and replies are the
+// HTTP JSON shapes; what HTTP takes from the path or query string travels
+// in the body.
+type Door struct {
+	cfg     Config
+	nc      *nats.Conn
+	svc     *api.Service
+	micro   micro.Service
+	sem     chan struct{}
+	serving sync.WaitGroup
+}
+
+// operation is a NATS operation: the service operation it is, and the body
+// member naming its target, if any.
+type operation struct {
+	op     api.Op
+	target string // body member with the run or variation
+}
+
+var operations = map[string]operation{
+	"select":    {op: api.CreateRun},
+	"signal":    {op: api.RecordSignal},
+	"finish":    {op: api.FinishRun, target: "run_id"},
+	"reward":    {op: api.GetReward, target: "run_id"},
+	"feedback":  {op: api.CreateFeedback, target: "objectiveId"},
+	"variation": {op: api.GetVariation, target: "variation_id"},
+}
+
+// Start registers the service on nc.
+func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
+	if cfg.InFlight <= 0 {
+		cfg.InFlight = 4096
+	}
+	if cfg.PendingMsgs <= 0 {
+		cfg.PendingMsgs = 65536
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	if cfg.Version == "" {
+		cfg.Version = "0.1.0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Door{cfg: cfg, nc: nc, svc: svc, sem: make(chan struct{}, cfg.InFlight)}
+	ms, err := micro.AddService(nc, micro.Config{
+		Name:        ServiceName,
+		Version:     cfg.Version,
+		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nats service: %w", err)
+	}
+	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation"} {
+		err := ms.AddEndpoint(name, micro.HandlerFunc(d.handle),
+			micro.WithEndpointSubject("plaudit.v1.*.*."+name),
+			micro.WithEndpointPendingLimits(cfg.PendingMsgs, cfg.PendingMsgs*4096))
+		if err != nil {
+			_ = ms.Stop()
+			return nil, fmt.Errorf("nats endpoint %s: %w", name, err)
+		}
+	}
+	d.micro = ms
+	return d, nil
+}
+
+// Stop unsubscribes the service and waits for the requests it is serving.
+func (d *Door) Stop() error {
+	err := d.micro.Stop()
+	d.serving.Wait()
+	return err
+}
+
+// handle hands the request to a goroutine so the subscription keeps
+// flowing while actors sync; the in-flight bound turns overload into 503.
+func (d *Door) handle(m micro.Request) {
+	req := &api.Request{RequestID: d.svc.RequestID(), Errors: api.ErrorJSON}
+	select {
+	case d.sem <- struct{}{}:
+	default:
+		d.reply(m, d.svc.Error(req, fmt.Errorf("nats door: %w", actors.ErrOverloaded)))
+		return
+	}
+	req.Started = d.svc.Stamp()
+	subject, hdr := m.Subject(), m.Headers()
+	body := append([]byte(nil), m.Data()...)
+	d.serving.Add(1)
+	go func() {
+		defer func() { <-d.sem; d.serving.Done() }()
+		if err := d.admit(req, subject, hdr, body); err != nil {
+			d.reply(m, d.svc.Error(req, err))
+			return
+		}
+		d.reply(m, d.svc.Handle(req))
+	}()
+}
+
+// admit translates a NATS request into req: who sent it, the subject's
+// workspace, agent and operation, and the body's targets and arguments.
+func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body []byte) error {
+	if !d.svc.Ready() {
+		return api.ErrRecovering
+	}
+	tok := strings.Split(subject, ".")
+	if len(tok) != 5 {
+		return fmt.Errorf("subject %q: want plaudit.v1.<ws>.<agent>.<op>: %w", subject, api.ErrRouteNotFound)
+	}
+	p, err := d.principal(subject, hdr)
+	if err != nil {
+		return err
+	}
+	req.Principal = p
+	if len(body) > d.cfg.MaxBody {
+		return api.ErrBodyTooLarge
+	}
+	op, ok := operations[tok[4]]
+	if !ok {
+		return fmt.Errorf("operation %q: %w", tok[4], api.ErrRouteNotFound)
+	}
+	args, err := api.BodyArgs(body)
+	if err != nil {
+		return err
+	}
+	req.Op, req.Workspace, req.Body = op.op, tok[2], body
+	req.Target.Agent = tok[3]
+	if op.target != "" {
+		ref := args[op.target]
+		if ref == "" {
+			return field.Errorf(op.target, "is required")
+		}
+		if op.op == api.GetVariation {
+			req.Target.Variation = ref
+		} else {
+			req.Target.Run = ref
+		}
+	}
+	req.Query = func(name string) string { return args[name] }
+	if key := hdr.Get("Idempotency-Key"); key != "" {
+		req.IdempotencyKey = []byte(key)
+	}
+	return nil
+}
+
+// principal is who sent the request: the key of its connection (from the
+// server-set Nats-Request-Info), or the key in its Authorization header,
+// which must then belong to the connection's workspace. Without a
+// connection identity, the header is required.
+func (d *Door) principal(subject string, hdr micro.Headers) (tenancy.Principal, error) {
+	ten := d.svc.Tenancy()
+	var (
+		conn    tenancy.Principal
+		hasConn bool
+	)
+	if d.cfg.ConnectionIdentity {
+		if ws, keyID, ok := RequestInfo(subject, hdr); ok {
+			p, active := ten.Key(keyID)
+			if !active || p.Home != ws {
+				return tenancy.Principal{}, fmt.Errorf("connection key %s: %w", keyID, tenancy.ErrUnauthenticated)
+			}
+			conn, hasConn = p, true
+		}
+	}
+	header := hdr.Get("Authorization")
+	if header == "" {
+		if !hasConn {
+			return tenancy.Principal{}, tenancy.ErrUnauthenticated
+		}
+		return conn, nil
+	}
+	p, err := ten.Authenticate(header)
+	if err != nil {
+		return tenancy.Principal{}, err
+	}
+	if hasConn && p.Home != conn.Home {
+		return tenancy.Principal{}, fmt.Errorf("the Authorization header names a key of another workspace than the connection's: %w", tenancy.ErrForbidden)
+	}
+	return p, nil
+}
+
+// reply answers with the body, or with the error headers
+// Nats-Service-Error-Code (the HTTP status) and Nats-Service-Error, and the
+// error JSON as the body. It publishes to the reply subject itself rather
+// than through micro.Request, whose Respond and Error record state that
+// micro reads when the handler returns: answering from our goroutine through
+// them would race. The price: $SRV.STATS counts no errors of this door, and
+// its processing times cover only the hand-off.
+func (d *Door) reply(m micro.Request, resp api.Response) {
+	msg := nats.NewMsg(m.Reply())
+	msg.Data = resp.Body
+	if resp.Status >= 400 {
+		msg.Header.Set(micro.ErrorCodeHeader, strconv.Itoa(resp.Status))
+		msg.Header.Set(micro.ErrorHeader, resp.Message)
+	}
+	if resp.RequestID != "" {
+		msg.Header.Set("X-Request-Id", resp.RequestID)
+	}
+	if resp.RetryAfter > 0 {
+		msg.Header.Set("Retry-After", strconv.Itoa(resp.RetryAfter))
+	}
+	if err := d.nc.PublishMsg(msg); err != nil {
+		d.cfg.Logger.Warn("nats reply not sent", "request_id", resp.RequestID, "err", err)
+	}
+}
