@@ -162,3 +162,35 @@ func TestClosingWithAHeldWriteWritesNothing(t *testing.T) {
 		t.Fatalf("the record of an unwritten write was stored: %v", err)
 	}
 }
+
+// TestExternalIDsReserveOnlyThemselves: a creation claiming an external id
+// waits only for another creation of the same id, and then finds it taken;
+// creations of other ids go ahead meanwhile.
+func TestExternalIDsReserveOnlyThemselves(t *testing.T) {
+	r := newRegistry(t, openStore(t, nil), nil)
+	a1, _ := createAgentWithRun(t, r)
+	a2, _ := createAgentWithRun(t, r)
+	held, err := r.CreateRun(a1, engine.CreateRun{ExternalID: "ticket-1"}, true)
+	if err != nil || held.Err != nil {
+		t.Fatalf("held creation: %+v, %v", held, err)
+	}
+	if _, err := createRun(r, a2, engine.CreateRun{ExternalID: "ticket-2"}); err != nil {
+		t.Fatalf("another id while ticket-1 is held: %v", err)
+	}
+	if _, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "x", ExternalID: "ticket-1"}, false)); err != nil {
+		t.Fatalf("an agent's external id is another namespace than a run's: %v", err)
+	}
+	same := make(chan error, 1)
+	go func() { _, err := createRun(r, a2, engine.CreateRun{ExternalID: "ticket-1"}); same <- err }()
+	select {
+	case err := <-same:
+		t.Fatalf("the same id was decided (%v) while its first creation was held", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := held.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-same; !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("the same id after the first committed: err = %v, want ErrConflict", err)
+	}
+}

@@ -60,6 +60,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.HTTPAddr, "http", ":8080", "HTTP listen address")
 	fs.StringVar(&cfg.NATSListen, "nats-listen", "127.0.0.1:4222", "address of the embedded NATS server")
 	fs.StringVar(&cfg.NATSURL, "nats-url", "", "connect to this NATS server instead of embedding one")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "credentials file (JWT and nkey seed) of Plaudit's connection to --nats-url")
+	fs.StringVar(&cfg.NATSNkey, "nats-nkey", "", "nkey seed file of Plaudit's connection to --nats-url")
 	fs.IntVar(&cfg.MaxBody, "max-body", 1<<20, "largest accepted request body, in bytes")
 	fs.IntVar(&cfg.SnapshotEvery, "snapshot-every", 10000, "snapshot an agent after this many events")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", time.Minute, "snapshot an agent this long after its first unsnapshotted event")
