@@ -43,7 +43,7 @@ type waiter struct {
 // agentActor owns one *engine.Agent. Its invariant: a reply leaves only when
 // every write queued before it was computed is durable, so no client ever
 // sees state that a crash could take back; the one exception is selection
-// (see answerSelect). Appends are pipelined: while one
+// (see answerEarly). Appends are pipelined: while one
 // batch is being synced, the events of newer requests queue and go out as
 // the next batch, so a hot agent needs one fsync per batch, not per request.
 type agentActor struct {
@@ -170,12 +170,14 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		x.respond(q, fmt.Errorf("agent %s: %w", x.agentID, engine.ErrNotFound))
 		return
 	}
-	events, _ := q.do(x.agent, x.reg.cfg.Now(), x.rnd)
+	events, verdict := q.do(x.agent, x.reg.cfg.Now(), x.rnd)
 	var kvs []persist.KV
 	if len(events) > 0 {
 		kvs = x.enqueue(events, nil)
 	}
-	if q.early && !q.hold && !x.reg.cfg.DurableSelect {
+	// Only a new run is answered early; a refusal waits like any answer,
+	// since it may rest on writes not yet durable.
+	if q.early && verdict == nil && !q.hold && !x.reg.cfg.DurableSelect {
 		x.answerEarly(ctx, q, kvs)
 		return
 	}

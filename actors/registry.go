@@ -50,7 +50,7 @@ type Config struct {
 	Logger *slog.Logger
 	// DurableSelect makes run creation wait for its fsync like every other
 	// write. Off, a new run is answered as soon as it is decided (see
-	// agentActor.answerSelect for what a crash can then lose).
+	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
 }
 

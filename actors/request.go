@@ -24,7 +24,8 @@ var ErrUnknownOutcome = fmt.Errorf("the write was taken but its outcome is not k
 // boundary as an untyped value.
 type request struct {
 	// do runs on the actor's goroutine against its agent and returns the
-	// events to persist (none for a read).
+	// events to persist (none for a read) and the engine's verdict (the
+	// typed wrappers also keep it for their caller).
 	do   func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error)
 	read bool // a read: the agent must exist, nothing is written
 	// early answers a write as soon as it is decided, before its events
@@ -170,7 +171,7 @@ func write[R any](r *Registry, agentID string, hold, early bool, cmd Command[R],
 	q.do = func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error) {
 		var evs []engine.Event
 		out.Result, evs, out.Err = cmd(a, now, rnd)
-		return evs, nil
+		return evs, out.Err
 	}
 	if err := r.send(agentID, q); err != nil {
 		out.settle()
