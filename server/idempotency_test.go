@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,11 +12,11 @@ import (
 	"github.com/nats-io/nats.go/micro"
 )
 
-// Idempotency-Key on every POST/PUT of both doors (SPEC §2): a replay is
-// the first answer byte for byte and writes nothing; another body under
-// the key is 409 idempotency_key_reused; a key whose first request still
-// runs is 409 idempotency_in_progress; records survive restarts and are
-// kept for IdempotencyTTL.
+// Idempotency-Key on the NATS door (SPEC §2), over a real embedded NATS
+// server. The service's handling of keys, the same for both doors, is
+// tested in process in transport/api (idempotency_test.go); here is what
+// needs the NATS door: its header, its error replies, and a key shared by
+// both doors.
 
 func withKey(key string) map[string]string { return map[string]string{"Idempotency-Key": key} }
 
@@ -58,26 +57,23 @@ func natsSend(nc *nats.Conn, key, subject, body string, hdr map[string]string) (
 	return response{status: status, header: http.Header{}, body: rep.Data}, nil
 }
 
-// idemFixture is a server (on a test clock) with one agent whose runs the
-// operations below write to.
+// idemFixture is a server (on a test clock) with one agent and a NATS
+// connection of the admin key.
 type idemFixture struct {
 	s     *Server
 	clk   *clock
 	c     *client
-	holds *holds
 	nc    *nats.Conn
 	agent string
 }
 
 func newIdemFixture(t *testing.T, cfg Config) *idemFixture {
 	t.Helper()
-	f := &idemFixture{clk: newClock(), holds: newHolds()}
+	f := &idemFixture{clk: newClock()}
 	if cfg.Now == nil {
 		cfg.Now = f.clk.Now
 	}
-	cfg.HTTPAdmitted = f.holds.hook
 	f.s = startServer(t, cfg)
-	t.Cleanup(f.holds.releaseAll)
 	f.c = newClient(t, f.s, adminKey)
 	f.agent = str(t, f.c.must(201, "POST", "/api/v1/agents", `{"name": "idem"}`), "id")
 	nc, err := nats.Connect(f.s.NATSURL(), nats.Token(adminKey))
@@ -94,193 +90,101 @@ func (f *idemFixture) run(t *testing.T, body string) string {
 	return str(t, f.c.on(t).must(201, "POST", "/api/v1/agents/"+f.agent+"/runs", body), "id")
 }
 
-// idemOp is one write: how to send it under a key, and how many of its
-// writes are visible.
-type idemOp struct {
-	name         string
-	send         func(key, body string, hdr map[string]string) (response, error)
-	body, other  string // the request, and another body for the same key
-	status       int    // of the first answer
-	count        func(t *testing.T) int
-	nats         bool // answered on the NATS door (no X-Request-Id header)
-	rpc          bool // errors are google.rpc.Status (the seed-004 door)
-	appendsEvery bool // without a key every request writes again (for the concurrency test)
+// natsSignal sends a signal of the NATS door under a key, on a run of its
+// own; count is how many of its signals the run holds, read over HTTP.
+type natsSignal struct {
+	f           *idemFixture
+	run         string
+	body, other string // the request, and another body for the same key
 }
 
-// ops makes one of each idempotent write, each on its own resources.
-func (f *idemFixture) ops(t *testing.T) []idemOp {
+func (f *idemFixture) natsSignal(t *testing.T) natsSignal {
 	t.Helper()
-	c := f.c
-	ap := "/api/v1/agents/" + f.agent
-	http := func(method, path string) func(key, body string, hdr map[string]string) (response, error) {
-		return func(key, body string, hdr map[string]string) (response, error) {
-			h := withKey(key)
-			for k, v := range hdr {
-				h[k] = v
-			}
-			return c.rawSend(method, path, body, h)
-		}
-	}
-	countItems := func(path string, match func(it any) bool) func(t *testing.T) int {
-		return func(t *testing.T) int {
-			n := 0
-			for _, it := range list(t, c.on(t).must(200, "GET", path, ""), "items") {
-				if match == nil || match(it) {
-					n++
-				}
-			}
-			return n
-		}
-	}
-	kindIs := func(kind string) func(any) bool {
-		return func(it any) bool { return it.(map[string]any)["kind"] == kind }
-	}
-	rSig, rFin, rRep, rFb, rNATS := f.run(t, `{}`), f.run(t, `{}`), f.run(t, `{}`), f.run(t, `{}`), f.run(t, `{}`)
-	sigBody := func(run string, v int) string {
+	run := f.run(t, `{}`)
+	sigBody := func(v int) string {
 		return fmt.Sprintf(`{"kind": "idem.signal", "value": %d, "run_id": %q}`, v, run)
 	}
-	return []idemOp{
-		{name: "create agent", send: http("POST", "/api/v1/agents"), status: 201, appendsEvery: true,
-			body: `{"name": "idem-created"}`, other: `{"name": "idem-created", "labels": {"x": "y"}}`,
-			count: countItems("/api/v1/agents", func(it any) bool { return it.(map[string]any)["name"] == "idem-created" })},
-		{name: "create run", send: http("POST", ap+"/runs"), status: 201, appendsEvery: true,
-			body: `{"version": "idem-v"}`, other: `{"version": "idem-v", "session_id": "s"}`,
-			count: func(t *testing.T) int {
-				return int(num(t, c.on(t).must(200, "GET", ap+"/versions/idem-v/rewards", ""), "runs"))
-			}},
-		{name: "signal", send: http("POST", ap+"/signals"), status: 201, appendsEvery: true,
-			body: sigBody(rSig, 1), other: sigBody(rSig, 2),
-			count: countItems(ap+"/runs/"+rSig+"/signals", kindIs("idem.signal"))},
-		{name: "finish", send: http("POST", ap+"/runs/"+rFin+"/finish"), status: 200,
-			body: `{"succeeded": true}`, other: `{"succeeded": false}`,
-			count: countItems(ap+"/runs/"+rFin+"/signals", kindIs("run.succeeded"))},
-		{name: "PUT objective", send: http("PUT", ap+"/objective"), status: 200,
-			body:  `{"definition": {"terms": [{"signal": "idem.signal", "weight": 1}]}, "note": "idem"}`,
-			other: `{"definition": {"terms": [{"signal": "idem.signal", "weight": 2}]}, "note": "idem"}`,
-			count: func(t *testing.T) int { return int(num(t, c.on(t).must(200, "GET", ap+"/objective", ""), "version")) }},
-		{name: "report", send: http("POST", rewardsPath(rRep)), status: 201,
-			body: `{"scorer": "idem", "value": 0.5}`, other: `{"scorer": "idem", "value": 0.6}`,
-			// A report is replaced in place; a second write would move
-			// updated_at (the clock moves before every replay).
-			count: func(t *testing.T) int {
-				items := list(t, c.on(t).must(200, "GET", rewardsPath(rRep), ""), "items")
-				n := len(items)
-				for _, it := range items {
-					if str(t, it, "updated_at") != str(t, it, "created_at") {
-						n++
-					}
-				}
-				return n
-			}},
-		{name: "seed-004 feedback", send: http("POST", "/v1/workspaces/default/objectives/"+rFb+"/feedback"), status: 200,
-			appendsEvery: true, rpc: true, body: `{"metadata": {}, "data": {"score": 0.5}}`, other: `{"metadata": {}, "data": {"score": -0.5}}`,
-			count: countItems("/v1/workspaces/default/objectives/"+rFb+"/feedback", nil)},
-		{name: "NATS signal", nats: true, status: 200, appendsEvery: true,
-			send: func(key, body string, _ map[string]string) (response, error) {
-				return natsSend(f.nc, adminKey, "plaudit.v1.default."+f.agent+".signal", body, withKey(key))
-			},
-			body: sigBody(rNATS, 1), other: sigBody(rNATS, 2),
-			count: countItems(ap+"/runs/"+rNATS+"/signals", kindIs("idem.signal"))},
-	}
+	return natsSignal{f: f, run: run, body: sigBody(1), other: sigBody(2)}
 }
 
-// mustSend sends op under key and fails the test on a transport error.
-func (op idemOp) mustSend(t *testing.T, key, body string) response {
+func (op natsSignal) mustSend(t *testing.T, key, body string) response {
 	t.Helper()
-	r, err := op.send(key, body, nil)
+	r, err := natsSend(op.f.nc, adminKey, "plaudit.v1.default."+op.f.agent+".signal", body, withKey(key))
 	if err != nil {
-		t.Fatalf("%s: %v", op.name, err)
+		t.Fatalf("NATS signal: %v", err)
 	}
 	return r
 }
 
-// rpcCodes are the google.rpc codes of the errors the seed-004 door
-// answers here.
-var rpcCodes = map[string]float64{"invalid_request": 3, "idempotency_key_reused": 6, "idempotency_in_progress": 10}
-
-// errorCode checks an error answer's status and error.code (on the seed-004
-// door, its google.rpc code), and on the HTTP door that request_id is the
-// answer's X-Request-Id.
-func (op idemOp) errorCode(t *testing.T, r response, status int, code string) {
+func (op natsSignal) count(t *testing.T) int {
 	t.Helper()
-	if op.rpc {
-		rpcStatus(t, r, status, rpcCodes[code], "")
-		return
-	}
-	if op.nats {
-		if r.status != status {
-			t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	n := 0
+	for _, it := range list(t, op.f.c.on(t).must(200, "GET", "/api/v1/agents/"+op.f.agent+"/runs/"+op.run+"/signals", ""), "items") {
+		if it.(map[string]any)["kind"] == "idem.signal" {
+			n++
 		}
-		expect(t, r.json(t), code, "error", "code")
-		return
 	}
-	apiError(t, r, status, code, "")
+	return n
 }
 
-// TestIdempotentReplayIsByteIdentical: for every kind of write, on both
-// doors, the same key with the same body answers the first response byte
-// for byte (status and X-Request-Id too) and writes nothing again, and the
-// same key with another body is 409 idempotency_key_reused.
+// errorCode checks a NATS error reply's status and error.code.
+func (op natsSignal) errorCode(t *testing.T, r response, status int, code string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+	expect(t, r.json(t), code, "error", "code")
+}
+
+// TestIdempotentReplayIsByteIdentical: on the NATS door, the same key with
+// the same body answers the first reply byte for byte and writes nothing
+// again, and the same key with another body is 409 idempotency_key_reused.
 func TestIdempotentReplayIsByteIdentical(t *testing.T) {
 	f := newIdemFixture(t, Config{})
-	for i, op := range f.ops(t) {
-		t.Run(op.name, func(t *testing.T) {
-			key := fmt.Sprintf("replay-%d", i)
-			first := op.mustSend(t, key, op.body)
-			if first.status != op.status {
-				t.Fatalf("first answer: status %d, want %d; body %s", first.status, op.status, first.body)
-			}
-			if n := op.count(t); n != 1 {
-				t.Fatalf("%d writes after the first request, want 1", n)
-			}
-			for range 2 {
-				f.clk.Advance(time.Minute)
-				sameAnswer(t, first, op.mustSend(t, key, op.body))
-			}
-			op.errorCode(t, op.mustSend(t, key, op.other), 409, "idempotency_key_reused")
-			sameAnswer(t, first, op.mustSend(t, key, op.body)) // the record is intact
-			if n := op.count(t); n != 1 {
-				t.Errorf("%d writes after replays and a reused key, want 1", n)
-			}
-		})
+	op := f.natsSignal(t)
+	first := op.mustSend(t, "replay-nats", op.body)
+	if first.status != 200 {
+		t.Fatalf("first answer: status %d, want 200; body %s", first.status, first.body)
+	}
+	if n := op.count(t); n != 1 {
+		t.Fatalf("%d writes after the first request, want 1", n)
+	}
+	for range 2 {
+		f.clk.Advance(time.Minute)
+		sameAnswer(t, first, op.mustSend(t, "replay-nats", op.body))
+	}
+	op.errorCode(t, op.mustSend(t, "replay-nats", op.other), 409, "idempotency_key_reused")
+	sameAnswer(t, first, op.mustSend(t, "replay-nats", op.body)) // the record is intact
+	if n := op.count(t); n != 1 {
+		t.Errorf("%d writes after replays and a reused key, want 1", n)
 	}
 }
 
-// TestIdempotencyKeyPattern: a key outside ^[\x21-\x7e]{1,200}$ is 400
-// invalid_request naming Idempotency-Key, and nothing is written; keys at
-// the ends of the pattern are accepted.
+// TestIdempotencyKeyPattern: on the NATS door, a key outside
+// ^[\x21-\x7e]{1,200}$ is 400 invalid_request naming Idempotency-Key, and
+// nothing is written; a key at the end of the pattern is accepted.
 func TestIdempotencyKeyPattern(t *testing.T) {
 	f := newIdemFixture(t, Config{})
-	ops := f.ops(t)
-	signal, natsSignal := ops[2], ops[7]
+	op := f.natsSignal(t)
 	cases := []struct {
 		name   string
-		op     idemOp
 		key    string
 		status int
 	}{
-		{"empty", signal, "", 400},
-		{"201 characters", signal, strings.Repeat("k", 201), 400},
-		{"inner space", signal, "retry 1", 400},
-		{"inner tab", signal, "retry\t1", 400},
-		{"non-ASCII", signal, "ключ", 400},
-		{"201 characters on NATS", natsSignal, strings.Repeat("k", 201), 400},
-		{"non-ASCII on NATS", natsSignal, "ключ", 400},
-		{"200 characters", signal, strings.Repeat("~", 200), 201},
-		{"one character", signal, "!", 201},
-		{"every printable class", signal, `!"#$%&'()*+,-./09:;<=>?@AZ[\]^_` + "`az{|}~", 201},
-		{"200 characters on NATS", natsSignal, strings.Repeat("!", 200), 200},
+		{"201 characters on NATS", strings.Repeat("k", 201), 400},
+		{"non-ASCII on NATS", "ключ", 400},
+		{"200 characters on NATS", strings.Repeat("!", 200), 200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := tc.op.count(t)
-			r := tc.op.mustSend(t, tc.key, tc.op.body)
+			before := op.count(t)
+			r := op.mustSend(t, tc.key, op.body)
 			if tc.status == 400 {
-				tc.op.errorCode(t, r, 400, "invalid_request")
+				op.errorCode(t, r, 400, "invalid_request")
 				if msg := str(t, r.json(t), "error", "message"); !strings.Contains(msg, "Idempotency-Key") {
 					t.Errorf("message %q does not name Idempotency-Key", msg)
 				}
-				if after := tc.op.count(t); after != before {
+				if after := op.count(t); after != before {
 					t.Errorf("%d writes before a rejected key, %d after", before, after)
 				}
 				return
@@ -288,143 +192,23 @@ func TestIdempotencyKeyPattern(t *testing.T) {
 			if r.status != tc.status {
 				t.Fatalf("status %d, want %d; body %s", r.status, tc.status, r.body)
 			}
-			sameAnswer(t, r, tc.op.mustSend(t, tc.key, tc.op.body))
-			if after := tc.op.count(t); after != before+1 {
+			sameAnswer(t, r, op.mustSend(t, tc.key, op.body))
+			if after := op.count(t); after != before+1 {
 				t.Errorf("%d writes before, %d after a request and its replay, want one more", before, after)
 			}
 		})
 	}
 }
 
-// TestIdempotencyConcurrentRequestsWriteOnce: 16 requests with one key,
-// released together from the door, write exactly once; every answer is the
-// first answer byte for byte or 409 idempotency_in_progress.
-func TestIdempotencyConcurrentRequestsWriteOnce(t *testing.T) {
-	const n = 16
-	f := newIdemFixture(t, Config{})
-	for _, op := range f.ops(t) {
-		if !op.appendsEvery || op.nats { // the hold hook is on the HTTP door
-			continue
-		}
-		t.Run(op.name, func(t *testing.T) {
-			key := "concurrent-" + strings.ReplaceAll(op.name, " ", "-")
-			gate := key
-			f.holds.gate(gate, n) // opens when all n are stamped
-			answers := make([]response, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					answers[i], errs[i] = op.send(key, op.body, map[string]string{"X-Test-Hold": gate})
-				}()
-			}
-			wg.Wait()
-			var winner *response
-			busy := 0
-			for i, r := range answers {
-				if errs[i] != nil {
-					t.Fatalf("request %d: %v", i, errs[i])
-				}
-				if r.status == 409 {
-					op.errorCode(t, r, 409, "idempotency_in_progress")
-					busy++
-					continue
-				}
-				if winner == nil {
-					winner = &answers[i]
-					if r.status != op.status {
-						t.Fatalf("status %d, want %d or 409; body %s", r.status, op.status, r.body)
-					}
-					continue
-				}
-				sameAnswer(t, *winner, r)
-			}
-			if winner == nil {
-				t.Fatalf("all %d answers were 409 idempotency_in_progress; the first request must answer", n)
-			}
-			if w := op.count(t); w != 1 {
-				t.Errorf("%d writes from %d requests with one key, want 1", w, n)
-			}
-			sameAnswer(t, *winner, op.mustSend(t, key, op.body))
-			t.Logf("%d replays, %d in progress", n-1-busy, busy)
-		})
-	}
-}
-
-// TestIdempotencyKeyScopes: a key is scoped to (workspace, operation,
-// target), so the same key and body on another path, in another workspace
-// or on the other door is a request of its own and writes.
+// TestIdempotencyKeyScopes: a key is scoped to the operation, not to the
+// door: the same signal sent under one key through HTTP and then NATS is
+// written once. (Scopes by path and workspace: transport/api.)
 func TestIdempotencyKeyScopes(t *testing.T) {
 	f := newIdemFixture(t, Config{})
-	c := f.c
-	ws := str(t, c.must(201, "POST", "/v1/workspaces", `{"name": "scoped"}`), "id")
-	other := c.as(str(t, c.must(201, "POST", "/v1/workspaces/"+ws+"/api-keys", `{"name": "scoped-ci"}`), "key"))
-	agent2 := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "idem-2"}`), "id")
 	run := f.run(t, `{}`)
-	type req struct {
-		send func(key string) (response, error)
-		id   func(t *testing.T, r response) string
-	}
-	topID := func(t *testing.T, r response) string { return str(t, r.json(t), "id") }
-	httpReq := func(c *client, method, path, body string) req {
-		return req{send: func(key string) (response, error) { return c.rawSend(method, path, body, withKey(key)) }, id: topID}
-	}
-	cases := []struct {
-		name      string
-		a, b      req
-		sameState func(t *testing.T) int // writes visible, 2 when both wrote
-	}{
-		{"two agents' run paths",
-			httpReq(c, "POST", "/api/v1/agents/"+f.agent+"/runs", `{"version": "scope"}`),
-			httpReq(c, "POST", "/api/v1/agents/"+agent2+"/runs", `{"version": "scope"}`),
-			func(t *testing.T) int {
-				return int(num(t, c.on(t).must(200, "GET", "/api/v1/agents/"+f.agent+"/versions/scope/rewards", ""), "runs") +
-					num(t, c.on(t).must(200, "GET", "/api/v1/agents/"+agent2+"/versions/scope/rewards", ""), "runs"))
-			}},
-		{"two workspaces, same path and body",
-			httpReq(c, "POST", "/api/v1/agents", `{"name": "scoped-agent"}`),
-			httpReq(other, "POST", "/api/v1/agents", `{"name": "scoped-agent"}`),
-			func(t *testing.T) int {
-				n := 0
-				for _, cl := range []*client{c, other} {
-					for _, it := range list(t, cl.on(t).must(200, "GET", "/api/v1/agents", ""), "items") {
-						if it.(map[string]any)["name"] == "scoped-agent" {
-							n++
-						}
-					}
-				}
-				return n
-			}},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			key := fmt.Sprintf("scope-%d", i)
-			ra, err := tc.a.send(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rb, err := tc.b.send(key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ra.status >= 300 || rb.status >= 300 {
-				t.Fatalf("statuses %d and %d, want both successful; bodies %s / %s", ra.status, rb.status, ra.body, rb.body)
-			}
-			if tc.a.id(t, ra) == tc.b.id(t, rb) {
-				t.Errorf("both requests answered %s: the second was a replay of the first", tc.a.id(t, ra))
-			}
-			if n := tc.sameState(t); n != 2 {
-				t.Errorf("%d writes, want 2", n)
-			}
-		})
-	}
-	// A key is scoped to the operation, not to the door: the same signal
-	// sent under one key through HTTP and then NATS is written once.
 	t.Run("HTTP and NATS doors, same operation and body", func(t *testing.T) {
 		sig := `{"kind": "scope.door", "value": 1, "run_id": "` + run + `"}`
-		ra := c.request("POST", "/api/v1/agents/"+f.agent+"/signals", sig, withKey("scope-doors"))
+		ra := f.c.request("POST", "/api/v1/agents/"+f.agent+"/signals", sig, withKey("scope-doors"))
 		rb, err := natsSend(f.nc, adminKey, "plaudit.v1.default."+f.agent+".signal", sig, withKey("scope-doors"))
 		if err != nil {
 			t.Fatal(err)
@@ -433,136 +217,4 @@ func TestIdempotencyKeyScopes(t *testing.T) {
 			t.Fatalf("HTTP answered %d %s, NATS %d %s; want the NATS request to replay the HTTP answer", ra.status, ra.body, rb.status, rb.body)
 		}
 	})
-}
-
-// TestIdempotentReplaySurvivesRestart: records are durable. After a
-// graceful Close and a Start on the same data directory, every key
-// (successes and recorded failures alike) replays its first answer byte for
-// byte, nothing is written again, and another body is still 409.
-func TestIdempotentReplaySurvivesRestart(t *testing.T) {
-	dir := t.TempDir()
-	clk := newClock()
-	s := startServer(t, Config{DataDir: dir, Now: clk.Now})
-	c := newClient(t, s, adminKey)
-	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "restart"}`), "id")
-	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "r"}`), "id")
-	ap := "/api/v1/agents/" + agent
-
-	type write struct {
-		name, method, path, body, other string
-		status                          int  // of the first answer
-		rpc                             bool // errors are google.rpc.Status
-	}
-	writes := []write{
-		{name: "create agent", method: "POST", path: "/api/v1/agents", status: 201,
-			body: `{"name": "restart-2"}`, other: `{"name": "restart-3"}`},
-		{name: "create run", method: "POST", path: ap + "/runs", status: 201,
-			body: `{"version": "r"}`, other: `{"version": "r2"}`},
-		{name: "signal", method: "POST", path: ap + "/signals", status: 201,
-			body:  fmt.Sprintf(`{"kind": "k", "value": 1, "run_id": %q}`, run),
-			other: fmt.Sprintf(`{"kind": "k", "value": 2, "run_id": %q}`, run)},
-		{name: "report", method: "POST", path: rewardsPath(run), status: 201,
-			body: `{"scorer": "restart", "value": 0.5}`, other: `{"scorer": "restart", "value": 0.4}`},
-		{name: "feedback", method: "POST", path: "/v1/workspaces/default/objectives/" + run + "/feedback", status: 200, rpc: true,
-			body: `{"metadata": {}, "data": {"score": 1}}`, other: `{"metadata": {}, "data": {}}`},
-		{name: "recorded 400", method: "POST", path: rewardsPath(run), status: 400,
-			body: `{"scorer": "bad scorer", "value": 0.5}`, other: `{"scorer": "bad  scorer", "value": 0.5}`},
-		{name: "recorded 404", method: "POST", path: rewardsPath("external_id:nope"), status: 404,
-			body: `{"scorer": "x", "value": 1}`, other: `{"scorer": "y", "value": 1}`},
-	}
-	state := func(c *client) string {
-		var b strings.Builder
-		for _, p := range []string{"/api/v1/agents", ap + "/versions/r/rewards", ap + "/runs/" + run + "/signals",
-			rewardsPath(run), "/v1/workspaces/default/objectives/" + run + "/feedback"} {
-			b.WriteString(c.raw(p))
-			b.WriteByte('\n')
-		}
-		return b.String()
-	}
-	first := make([]response, len(writes))
-	for i, w := range writes {
-		r, err := c.rawSend(w.method, w.path, w.body, withKey("restart-"+strings.ReplaceAll(w.name, " ", "-")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.status != w.status {
-			t.Fatalf("%s: status %d, want %d; body %s", w.name, r.status, w.status, r.body)
-		}
-		first[i] = r
-	}
-	before := state(c)
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-
-	clk.Advance(time.Hour)
-	s = startServer(t, Config{DataDir: dir, Now: clk.Now})
-	c = newClient(t, s, adminKey)
-	for i, w := range writes {
-		t.Run(w.name, func(t *testing.T) {
-			again, err := c.rawSend(w.method, w.path, w.body, withKey("restart-"+strings.ReplaceAll(w.name, " ", "-")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sameAnswer(t, first[i], again)
-			reused, err := c.rawSend(w.method, w.path, w.other, withKey("restart-"+strings.ReplaceAll(w.name, " ", "-")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if w.rpc {
-				rpcStatus(t, reused, 409, 6, "")
-			} else {
-				apiError(t, reused, 409, "idempotency_key_reused", "")
-			}
-		})
-	}
-	if after := state(c); after != before {
-		t.Errorf("state changed across restart and replays:\nbefore %s\nafter  %s", before, after)
-	}
-}
-
-// TestIdempotencyRecordsKeptForTTL: a record outlives a sweep while it is
-// younger than the TTL (24 h by default), so the key still replays; once
-// a sweep finds it older, the key is free and the same request writes
-// again. The server's periodic sweep is api.Service.SweepIdempotency on a
-// 10-minute ticker that Config does not expose, so the test calls it.
-func TestIdempotencyRecordsKeptForTTL(t *testing.T) {
-	cases := []struct {
-		name        string
-		ttl         time.Duration
-		kept, freed time.Duration // clock moves: a sweep after kept keeps the record, one after kept+freed drops it
-	}{
-		{"default 24h", 0, 24*time.Hour - time.Second, 2 * time.Second},
-		{"configured 1m", time.Minute, 59 * time.Second, 2 * time.Second},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newIdemFixture(t, Config{IdempotencyTTL: tc.ttl})
-			signal := f.ops(t)[2]
-			first := signal.mustSend(t, "ttl", signal.body)
-			if first.status != 201 {
-				t.Fatalf("status %d, want 201; body %s", first.status, first.body)
-			}
-			f.clk.Advance(tc.kept)
-			if err := f.s.service.SweepIdempotency(); err != nil {
-				t.Fatal(err)
-			}
-			sameAnswer(t, first, signal.mustSend(t, "ttl", signal.body))
-			if n := signal.count(t); n != 1 {
-				t.Fatalf("%d writes while the record is kept, want 1", n)
-			}
-
-			f.clk.Advance(tc.freed)
-			if err := f.s.service.SweepIdempotency(); err != nil {
-				t.Fatal(err)
-			}
-			again := signal.mustSend(t, "ttl", signal.body)
-			if again.status != 201 || string(again.body) == string(first.body) {
-				t.Fatalf("after expiry: status %d body %s; want a new 201 write", again.status, again.body)
-			}
-			if n := signal.count(t); n != 2 {
-				t.Errorf("%d writes after the record expired and the key was reused, want 2", n)
-			}
-		})
-	}
 }

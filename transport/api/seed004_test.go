@@ -1,4 +1,4 @@
-package server
+package api_test
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 )
 
 // The seed-004 door (SPEC §6): objectives (runs), their feedback, variation
-// posteriors and selection, end to end over a loopback socket. The seed's
-// examples run as written, with ${WORKSPACE_ID} and ${CADENYA_API_KEY}
-// swapped for a workspace and a key of this server.
+// posteriors and selection, on the service. The seed's examples run as
+// written, with ${WORKSPACE_ID} and ${CADENYA_API_KEY} swapped for a
+// workspace and a key of the harness.
 
 const (
 	seedFeedbackCurl = `{ "metadata": {}, "data": { "score": 1.0, "comment": "Short and on point." } }`
@@ -25,7 +25,7 @@ const (
 
 // s4env is one workspace and a key of it, as the seed's examples assume.
 type s4env struct {
-	s       *Server
+	h       *harness
 	clk     *clock
 	admin   *client
 	c       *client // the workspace's key
@@ -34,16 +34,12 @@ type s4env struct {
 	profile string // the profile id of c's key
 }
 
-// newS4Env starts a server (cfg.Now defaults to a fresh test clock) and
-// makes a workspace with one key.
-func newS4Env(t *testing.T, cfg Config) *s4env {
+// newS4Env opens a harness and makes a workspace with one key.
+func newS4Env(t *testing.T, cfg config) *s4env {
 	t.Helper()
-	e := &s4env{clk: newClock()}
-	if cfg.Now == nil {
-		cfg.Now = e.clk.Now
-	}
-	e.s = startServer(t, cfg)
-	e.admin = newClient(t, e.s, adminKey)
+	e := &s4env{h: newHarness(t, cfg)}
+	e.clk = e.h.clk
+	e.admin = e.h.client(adminKey)
 	e.ws = str(t, e.admin.must(201, "POST", "/v1/workspaces", `{"name": "acme"}`), "id")
 	k := e.admin.must(201, "POST", "/v1/workspaces/"+e.ws+"/api-keys", `{"name": "acme-ci"}`)
 	e.key, e.profile = str(t, k, "key"), str(t, k, "profile", "id")
@@ -104,31 +100,11 @@ func fbIDs(t *testing.T, page map[string]any) []string {
 	return out
 }
 
-// rpcStatus checks a seed-004 error: the HTTP status, google.rpc.Status
-// {code, message, details: []} with the gRPC code, a message naming want.
-func rpcStatus(t *testing.T, res response, status int, code float64, want string) {
-	t.Helper()
-	if res.status != status {
-		t.Fatalf("status %d, want %d; body %s", res.status, status, res.body)
-	}
-	st := res.json(t)
-	expect(t, st, code, "code")
-	if msg := str(t, st, "message"); !strings.Contains(msg, want) {
-		t.Errorf("message %q does not name %q", msg, want)
-	}
-	if d := list(t, st, "details"); len(d) != 0 {
-		t.Errorf("details = %v, want []", d)
-	}
-	if _, has := st["error"]; has {
-		t.Errorf("seed-004 door answered the /api/v1 error shape: %s", res.body)
-	}
-}
-
 // TestSeed004WorkedExample is the seed's "watch the belief update": one
 // variation, three objectives scored +1.0, -0.5 and 0.0, then the variation
 // reads score 0.5555555 (Beta(2.5, 2.0)) and feedbackCount 3.
 func TestSeed004WorkedExample(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 	seedVar := e.path("/agents/" + a + "/variations/" + v)
@@ -167,7 +143,7 @@ func TestSeed004WorkedExample(t *testing.T) {
 // ObjectiveFeedback naming the workspace, the account, the key's profile as
 // submitter, and the data as sent.
 func TestSeed004FeedbackRecordShape(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	obj := e.objective(t, a, e.variation(t, a, "concise"))
 
@@ -175,7 +151,7 @@ func TestSeed004FeedbackRecordShape(t *testing.T) {
 	if id := str(t, fb, "metadata", "id"); !strings.HasPrefix(id, "fb_") {
 		t.Errorf("feedback id %q lacks fb_ prefix", id)
 	}
-	expect(t, fb, e.s.AccountID(), "metadata", "accountId")
+	expect(t, fb, e.h.ten.AccountID(), "metadata", "accountId")
 	expect(t, fb, e.ws, "metadata", "workspaceId")
 	expect(t, fb, e.profile, "metadata", "profileId")
 	expectTime(t, fb, e.clk.Now(), "metadata", "createdAt")
@@ -194,7 +170,7 @@ func TestSeed004FeedbackRecordShape(t *testing.T) {
 // (metadata, spec, info.agentVariation); GET by id and by external_id read
 // the same bytes; an agent without variations runs none.
 func TestSeed004ObjectiveShape(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 
@@ -205,7 +181,7 @@ func TestSeed004ObjectiveShape(t *testing.T) {
 	}
 	obj := res.json(t)
 	id := str(t, obj, "metadata", "id")
-	expect(t, obj, e.s.AccountID(), "metadata", "accountId")
+	expect(t, obj, e.h.ten.AccountID(), "metadata", "accountId")
 	expect(t, obj, e.ws, "metadata", "workspaceId")
 	expect(t, obj, e.profile, "metadata", "profileId")
 	expectTime(t, obj, e.clk.Now(), "metadata", "createdAt")
@@ -239,7 +215,7 @@ func TestSeed004ObjectiveShape(t *testing.T) {
 // objective scored twice holds two records, and both moved the odds; the
 // same body again, with the same externalId, is a third record.
 func TestSeed004FeedbackAppends(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 	obj := e.objective(t, a, v)
@@ -270,7 +246,7 @@ func TestSeed004FeedbackAppends(t *testing.T) {
 // TestSeed004FeedbackAppendsSignal: each feedback appends a signal of kind
 // "feedback" to the run, its value the score (0 when omitted).
 func TestSeed004FeedbackAppendsSignal(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	obj := e.objective(t, a, e.variation(t, a, "concise"))
 
@@ -291,7 +267,7 @@ func TestSeed004FeedbackAppendsSignal(t *testing.T) {
 // TestSeed004OmittedScoreIsNeutral: the OpenAPI sample body (empty data)
 // is accepted and adds 0.5 to both sides of the posterior.
 func TestSeed004OmittedScoreIsNeutral(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 
@@ -309,7 +285,7 @@ func TestSeed004OmittedScoreIsNeutral(t *testing.T) {
 // created with metadata.externalId is scored through external_id:, and the
 // labels ride along into the labels filter.
 func TestSeed004ExternalIDExample(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 	other := e.objective(t, a, v)
@@ -343,7 +319,7 @@ func TestSeed004ExternalIDExample(t *testing.T) {
 // is 400 google.rpc.Status code 3 whose message names the field, and
 // nothing a read can see changes.
 func TestSeed004StrictValidation(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 	obj := e.objective(t, a, v)
@@ -427,7 +403,7 @@ func TestSeed004StrictValidation(t *testing.T) {
 // unique in the workspace (ALREADY_EXISTS), and a rejected create makes no
 // objective.
 func TestSeed004ObjectiveValidation(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	e.variation(t, a, "concise")
 	e.c.must(200, "POST", e.path("/objectives"), fmt.Sprintf(`{"metadata": {"externalId": "taken"}, "spec": {"agentId": %q}}`, a))
@@ -466,7 +442,7 @@ func TestSeed004ObjectiveValidation(t *testing.T) {
 
 // TestSeed004LabelSyntaxAccepted: label shapes the seed allows are 200.
 func TestSeed004LabelSyntaxAccepted(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	obj := e.objective(t, a, "")
 	for _, labels := range []string{
@@ -538,7 +514,7 @@ func (f *s4feedbackFixture) want(n ...int) []string {
 // alone and combined, newest first; 0.0 and an omitted score match neither
 // sentiment.
 func TestSeed004AgentFeedbackFilters(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	f := newS4FeedbackFixture(t, e)
 	tm := func(d time.Duration) string { return ts(f.t0.Add(d)) }
 
@@ -598,7 +574,7 @@ func TestSeed004AgentFeedbackFilters(t *testing.T) {
 // and the variation that ran it; without it (or false, or on the
 // per-objective list) info carries submittedBy and nothing else.
 func TestSeed004IncludeInfo(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	f := newS4FeedbackFixture(t, e)
 	base := e.path("/agents/" + f.agent + "/feedback")
 
@@ -677,7 +653,7 @@ func walkFeedback(t *testing.T, c *client, path string, mid func()) []string {
 // first, and a record that arrives mid-walk neither shows up nor shifts the
 // walk; the same holds under a filter and on the per-objective list.
 func TestSeed004CursorPaging(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	f := newS4FeedbackFixture(t, e)
 	all := e.path("/agents/" + f.agent + "/feedback")
 	late := func() { e.feedback(t, f.objs[1], `{"metadata": {}, "data": {"score": 1.0, "comment": "late"}}`) }
@@ -714,7 +690,7 @@ func TestSeed004CursorPaging(t *testing.T) {
 // TestSeed004ListLimitDefaults50: without limit a page holds 50 records
 // and a cursor to the rest.
 func TestSeed004ListLimitDefaults50(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	obj := e.objective(t, a, "")
 	for i := 0; i < 52; i++ {
@@ -760,7 +736,7 @@ func train(t *testing.T, e *s4env, agent, variation string, n int, score string)
 // variation and twenty -1 on the other, Thompson sampling picks the first
 // for at least 95% of 200 unpinned objectives (Beta(21,1) vs Beta(1,21)).
 func TestSeed004WeightedSelectionFollowsFeedback(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", "")
 	good, bad := e.variation(t, a, "concise"), e.variation(t, a, "verbose")
 	train(t, e, a, good, 20, "1.0")
@@ -777,7 +753,7 @@ func TestSeed004WeightedSelectionFollowsFeedback(t *testing.T) {
 // TestSeed004RandomSelectionIgnoresFeedback: an agent in RANDOM mode picks
 // uniformly even when one variation has a far better record.
 func TestSeed004RandomSelectionIgnoresFeedback(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	a := e.agent(t, "support-bot", modeRandom)
 	good, other := e.variation(t, a, "concise"), e.variation(t, a, "verbose")
 	train(t, e, a, good, 10, "1.0")
@@ -793,7 +769,7 @@ func TestSeed004RandomSelectionIgnoresFeedback(t *testing.T) {
 // TestNativeVariationsAndRuns: the native door creates, lists and reads
 // variations, and a run names the variation it was pinned to or given.
 func TestNativeVariationsAndRuns(t *testing.T) {
-	e := newS4Env(t, Config{})
+	e := newS4Env(t, config{})
 	c := e.c
 	a := e.agent(t, "support-bot", "")
 	base := "/api/v1/agents/" + a
@@ -867,26 +843,23 @@ func TestNativeVariationsAndRuns(t *testing.T) {
 }
 
 // TestSeed004SurvivesRestart: posteriors, feedback records, their signals
-// and the objectives read back byte for byte after Close and Start on the
-// same directory, and feedback after the restart builds on them.
+// and the objectives read back byte for byte after a close and a reopen on
+// the same directory, and feedback after the restart builds on them.
 func TestSeed004SurvivesRestart(t *testing.T) {
 	never := 1000 * time.Hour
 	cases := []struct {
 		name      string
-		cfg       Config
+		cfg       config
 		passivate bool
 	}{
-		{name: "log only", cfg: Config{SnapshotEvery: 1 << 30, SnapshotInterval: never}},
-		{name: "snapshot every 3 events", cfg: Config{SnapshotEvery: 3, SnapshotInterval: never}},
-		{name: "actors passivate after 50ms", cfg: Config{SnapshotEvery: 1 << 30, SnapshotInterval: never,
+		{name: "log only", cfg: config{SnapshotEvery: 1 << 30, SnapshotInterval: never}},
+		{name: "snapshot every 3 events", cfg: config{SnapshotEvery: 3, SnapshotInterval: never}},
+		{name: "actors passivate after 50ms", cfg: config{SnapshotEvery: 1 << 30, SnapshotInterval: never,
 			IdleTimeout: 50 * time.Millisecond}, passivate: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.DataDir = t.TempDir()
-			e := newS4Env(t, cfg)
-			cfg.Now = e.clk.Now
+			e := newS4Env(t, tc.cfg)
 			a := e.agent(t, "support-bot", "")
 			v, w := e.variation(t, a, "concise"), e.variation(t, a, "verbose")
 			var objs []string
@@ -922,15 +895,11 @@ func TestSeed004SurvivesRestart(t *testing.T) {
 				return out
 			}
 			if tc.passivate {
-				waitPassivated(t, e.s)
+				waitPassivated(t, e.h)
 			}
 			before := reads(e.c)
-			if err := e.s.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
-
-			e.s = startServer(t, cfg)
-			e.c = newClient(t, e.s, e.key)
+			e.h.restart()
+			e.c = e.h.client(e.key)
 			sameReads(t, "after restart", before, reads(e.c))
 
 			fb := e.feedback(t, objs[0], `{"metadata": {}, "data": {"score": 1.0, "comment": "after restart"}}`)
@@ -960,7 +929,7 @@ func TestSeed004SurvivesRestart(t *testing.T) {
 // writes nothing; ids of another workspace under the key's own path are 404
 // code 5; external ids are scoped to their workspace.
 func TestSeed004Tenancy(t *testing.T) {
-	e := newS4Env(t, Config{}) // workspace A (acme) and its key
+	e := newS4Env(t, config{}) // workspace A (acme) and its key
 	b := str(t, e.admin.must(201, "POST", "/v1/workspaces", `{"name": "globex"}`), "id")
 	keyB := str(t, e.admin.must(201, "POST", "/v1/workspaces/"+b+"/api-keys", `{"name": "globex-ci"}`), "key")
 	cb := e.admin.as(keyB)

@@ -1,4 +1,4 @@
-package server
+package api_test
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ type dedupPost struct {
 	agent, body, id string
 }
 
-// populate writes every kind of record through the HTTP door: two agents
+// populate writes every kind of record through the service: two agents
 // (one with external_id and labels), runs with versions, sessions and
 // external ids, claims, traces, run/object/session signals with dedup keys
 // (the same keys on both agents, since dedup is agent-scoped), finishes and
@@ -164,8 +164,8 @@ func checkDedup(t *testing.T, c *client, posts []dedupPost) {
 	}
 }
 
-// TestRestartReadsBackIdentically: after a graceful Close and a new Start
-// on the same directory, every record reads back byte for byte, repeated
+// TestRestartReadsBackIdentically: after a graceful close and a reopen of
+// the service, the actors and the store on the same directory, every record reads back byte for byte, repeated
 // dedup keys still answer duplicate, and writes continue where they left
 // off (checked by a second restart). It runs with the log alone, with
 // snapshots every 3 events (recovery = snapshot + tail), and with actors
@@ -174,26 +174,21 @@ func TestRestartReadsBackIdentically(t *testing.T) {
 	never := 1000 * time.Hour
 	cases := []struct {
 		name string
-		cfg  Config
+		cfg  config
 		// snapshot: the first restart must recover agent alpha from a
 		// snapshot plus a non-empty tail (true) or from the log alone (false).
 		snapshot  bool
 		passivate bool
 	}{
-		{name: "log only", cfg: Config{SnapshotEvery: 1 << 30, SnapshotInterval: never}},
-		{name: "snapshot every 3 events", cfg: Config{SnapshotEvery: 3, SnapshotInterval: never}, snapshot: true},
-		{name: "actors passivate after 50ms", cfg: Config{SnapshotEvery: 1 << 30, SnapshotInterval: never,
+		{name: "log only", cfg: config{SnapshotEvery: 1 << 30, SnapshotInterval: never}},
+		{name: "snapshot every 3 events", cfg: config{SnapshotEvery: 3, SnapshotInterval: never}, snapshot: true},
+		{name: "actors passivate after 50ms", cfg: config{SnapshotEvery: 1 << 30, SnapshotInterval: never,
 			IdleTimeout: 50 * time.Millisecond}, passivate: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newClock()
-			cfg := tc.cfg
-			cfg.DataDir = t.TempDir()
-			cfg.Now = clk.Now
-
-			s := startServer(t, cfg)
-			c := newClient(t, s, adminKey)
+			s := newHarness(t, tc.cfg)
+			clk, c := s.clk, s.client(adminKey)
 			between := func() {}
 			if tc.passivate {
 				between = func() { t.Helper(); waitPassivated(t, s) }
@@ -208,11 +203,8 @@ func TestRestartReadsBackIdentically(t *testing.T) {
 				waitPassivated(t, s)
 				sameReads(t, "after passivation", before, reads(t, c, h))
 			}
-			if err := s.Close(); err != nil {
-				t.Fatalf("Close: %v", err)
-			}
 
-			s = startServer(t, cfg)
+			s.restart()
 			rec, err := s.store.Load(h.agents[0])
 			if err != nil {
 				t.Fatalf("Load(%s): %v", h.agents[0], err)
@@ -224,7 +216,7 @@ func TestRestartReadsBackIdentically(t *testing.T) {
 			case !tc.snapshot && !tc.passivate && rec.SnapshotSeq != 0:
 				t.Fatalf("precondition: want recovery from the log alone, store has snapshot seq %d", rec.SnapshotSeq)
 			}
-			c = newClient(t, s, adminKey)
+			c = s.client(adminKey)
 			sameReads(t, "after restart", before, reads(t, c, h))
 			checkDedup(t, c, h.dedup)
 
@@ -249,35 +241,19 @@ func TestRestartReadsBackIdentically(t *testing.T) {
 				waitPassivated(t, s)
 			}
 			before = reads(t, c, h)
-			if err := s.Close(); err != nil {
-				t.Fatalf("second Close: %v", err)
-			}
 
-			s = startServer(t, cfg)
-			c = newClient(t, s, adminKey)
+			s.restart()
+			c = s.client(adminKey)
 			sameReads(t, "after second restart", before, reads(t, c, h))
 			checkDedup(t, c, h.dedup)
 		})
 	}
 }
 
-// waitPassivated waits until every agent actor has passivated.
-func waitPassivated(t *testing.T, s *Server) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.registry.Live() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d agent actors still live 5s after the last request (IdleTimeout %v)",
-				s.registry.Live(), s.cfg.IdleTimeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // ensureTail makes agent's log end with events after its latest snapshot,
 // so that recovery reads both: while the stored snapshot covers every
 // event, it registers one more trace (a single event, below SnapshotEvery).
-func ensureTail(t *testing.T, s *Server, c *client, clk *clock, h *history) {
+func ensureTail(t *testing.T, s *harness, c *client, clk *clock, h *history) {
 	t.Helper()
 	agent, run := h.agents[0], ""
 	for i := 0; i < 5; i++ {

@@ -1,36 +1,31 @@
-package server
+package api_test
 
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// Seed 001 end to end: POST/GET /v1/jobs/{id}/rewards over a loopback
-// socket, on real Pebble, with the job being a run (SPEC §7).
+// Seed 001: POST/GET /v1/jobs/{id}/rewards on the service, on real Pebble,
+// with the job being a run (SPEC §7).
 
-// s1env is a server with one agent and one job (a run with external id
+// s1env is a harness with one agent and one job (a run with external id
 // "job-1") that has two registered traces: tr-1 (turn "turn-1") and tr-2
 // (no turn, so its turn is "tr-2").
 type s1env struct {
-	s     *Server
+	h     *harness
 	clk   *clock
 	c     *client
-	holds *holds
 	agent string
 	job   string
 }
 
-// newS1Env starts a server whose admission hook is e.holds and makes the
-// agent, the job and its traces.
+// newS1Env opens a harness and makes the agent, the job and its traces.
 func newS1Env(t *testing.T) *s1env {
 	t.Helper()
-	e := &s1env{clk: newClock(), holds: newHolds()}
-	e.s = startServer(t, Config{Now: e.clk.Now, HTTPAdmitted: e.holds.hook})
-	t.Cleanup(e.holds.releaseAll) // runs before the server's Close
-	e.c = newClient(t, e.s, adminKey)
+	e := &s1env{h: newHarness(t, config{})}
+	e.clk, e.c = e.h.clk, e.h.client(adminKey)
 	e.agent = str(t, e.c.must(201, "POST", "/api/v1/agents", `{"name": "seed-001"}`), "id")
 	e.job = str(t, e.c.must(201, "POST", "/api/v1/agents/"+e.agent+"/runs", `{"external_id": "job-1"}`), "id")
 	e.c.must(201, "POST", "/api/v1/agents/"+e.agent+"/runs/"+e.job+"/traces", `{"trace_id": "tr-1", "turn_id": "turn-1"}`)
@@ -66,96 +61,6 @@ func (e *s1env) evidence(t *testing.T) string {
 func (e *s1env) items(t *testing.T) []any {
 	t.Helper()
 	return list(t, e.c.on(t).must(200, "GET", rewardsPath(e.job), ""), "items")
-}
-
-// apiError checks an error answer of the /api/v1 and /v1/jobs doors: the
-// status, error.code, a message naming want, and request_id equal to the
-// X-Request-Id header.
-func apiError(t *testing.T, r response, status int, code, want string) {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
-	}
-	body := r.json(t)
-	expect(t, body, code, "error", "code")
-	if msg := str(t, body, "error", "message"); !strings.Contains(msg, want) {
-		t.Errorf("message %q does not name %q", msg, want)
-	}
-	if rid := str(t, body, "error", "request_id"); rid == "" || rid != r.header.Get("X-Request-Id") {
-		t.Errorf("body request_id %q != X-Request-Id %q", rid, r.header.Get("X-Request-Id"))
-	}
-}
-
-// holds lets a test hold chosen requests at the door (Config.HTTPAdmitted):
-// a request carrying "X-Test-Hold: <name>" waits, right after its start
-// order is stamped and before its body is read, until gate <name> opens.
-type holds struct {
-	mu    sync.Mutex
-	gates map[string]*gate
-}
-
-type gate struct {
-	want    int           // the gate opens by itself at this many arrivals; 0: only open() opens it
-	n       int           // arrivals so far (under holds.mu)
-	arrived chan struct{} // one value per arrival
-	opened  chan struct{}
-	once    sync.Once
-}
-
-func newHolds() *holds { return &holds{gates: map[string]*gate{}} }
-
-// gate returns the gate of name, making it with want on first use.
-func (h *holds) gate(name string, want int) *gate {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	g := h.gates[name]
-	if g == nil {
-		g = &gate{want: want, arrived: make(chan struct{}, 1024), opened: make(chan struct{})}
-		h.gates[name] = g
-	}
-	return g
-}
-
-// hook is the HTTPAdmitted hook.
-func (h *holds) hook(header func(string) string) {
-	name := header("X-Test-Hold")
-	if name == "" {
-		return
-	}
-	g := h.gate(name, 0)
-	h.mu.Lock()
-	g.n++
-	full := g.want > 0 && g.n == g.want
-	h.mu.Unlock()
-	g.arrived <- struct{}{}
-	if full {
-		g.open()
-	}
-	<-g.opened
-}
-
-func (g *gate) open() { g.once.Do(func() { close(g.opened) }) }
-
-// await waits until n requests have arrived at the gate.
-func (g *gate) await(t *testing.T, n int) {
-	t.Helper()
-	for i := 0; i < n; i++ {
-		select {
-		case <-g.arrived:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%d of %d held requests arrived within 10s", i, n)
-		}
-	}
-}
-
-// releaseAll opens every gate, so a failed test never leaves a request
-// held while the server drains.
-func (h *holds) releaseAll() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, g := range h.gates {
-		g.open()
-	}
 }
 
 // TestSeed001RejectsInvalidReports: every body constraint of seed 001 is a
@@ -334,22 +239,6 @@ func TestSeed001MissingJobIs404(t *testing.T) {
 	}
 }
 
-// TestSeed001WrongContentTypeIs415: a report whose body is not declared
-// JSON is 415 unsupported_media_type, even when the body is valid JSON.
-func TestSeed001WrongContentTypeIs415(t *testing.T) {
-	e := newS1Env(t)
-	before := e.evidence(t)
-	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml"} {
-		t.Run(ct, func(t *testing.T) {
-			r := e.report(e.c.on(t), e.job, `{"scorer": "grader", "value": 1}`, map[string]string{"Content-Type": ct})
-			apiError(t, r, 415, "unsupported_media_type", "Content-Type")
-			if after := e.evidence(t); after != before {
-				t.Errorf("evidence changed:\nbefore %s\nafter  %s", before, after)
-			}
-		})
-	}
-}
-
 // TestSeed001KindsAndDefaults: each kind's 201 body, with seed 001's
 // defaults filled in (kind external, weights 1/2/1, scorers review and
 // choice, turn and trace null, detail_json {}, gate false) and explicit
@@ -517,8 +406,11 @@ func TestSeed001TraceSetsTurn(t *testing.T) {
 
 // TestSeed001LaterStartedReportStands: when two reports race, the one whose
 // request started last stands even if it reaches the engine first; the
-// earlier-started one, held at the door, then gets 409 reward_superseded
-// and changes nothing. Reports of different turns do not race.
+// earlier-started one, reaching the engine second, then gets 409
+// reward_superseded and changes nothing. Reports of different turns do not
+// race. The race is set up by start stamps, not by timing: the held report
+// is stamped first (it started earlier), the late one after it, and the
+// late one is handled first.
 func TestSeed001LaterStartedReportStands(t *testing.T) {
 	cases := []struct {
 		name       string
@@ -543,32 +435,28 @@ func TestSeed001LaterStartedReportStands(t *testing.T) {
 			if tc.standing != "" {
 				e.mustReport(t, tc.standing)
 			}
-			g := e.holds.gate("race", 0)
-			type answer struct {
-				r   response
-				err error
+			held, err := e.c.build("POST", rewardsPath(e.job), tc.held, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			heldDone := make(chan answer, 1)
-			go func() {
-				r, err := e.c.rawSend("POST", rewardsPath(e.job), tc.held, map[string]string{"X-Test-Hold": "race"})
-				heldDone <- answer{r, err}
-			}()
-			g.await(t, 1) // the held request has its start stamp
-			late := e.mustReport(t, tc.late)
-			g.open()
-			var held answer
-			select {
-			case held = <-heldDone:
-			case <-time.After(10 * time.Second):
-				t.Fatal("held report did not answer within 10s of its release")
+			lateReq, err := e.c.build("POST", rewardsPath(e.job), tc.late, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if held.err != nil {
-				t.Fatal(held.err)
+			if held.answer != nil || lateReq.answer != nil || held.req.Started >= lateReq.req.Started {
+				t.Fatalf("precondition: want two admitted reports, the held one started first (stamps %d, %d)",
+					held.req.Started, lateReq.req.Started)
 			}
+			lateRes := e.c.on(t).fresh("POST", rewardsPath(e.job), lateReq.send())
+			if lateRes.status != 201 {
+				t.Fatalf("late report %s: status %d, want 201; body %s", tc.late, lateRes.status, lateRes.body)
+			}
+			late := lateRes.json(t)
+			heldRes := e.c.on(t).fresh("POST", rewardsPath(e.job), held.send())
 			if tc.heldStatus == 409 {
-				apiError(t, held.r, 409, "reward_superseded", "")
-			} else if held.r.status != tc.heldStatus {
-				t.Fatalf("held report: status %d, want %d; body %s", held.r.status, tc.heldStatus, held.r.body)
+				apiError(t, heldRes, 409, "reward_superseded", "")
+			} else if heldRes.status != tc.heldStatus {
+				t.Fatalf("held report: status %d, want %d; body %s", heldRes.status, tc.heldStatus, heldRes.body)
 			}
 			items := e.items(t)
 			if len(items) != len(tc.wantValues) {
