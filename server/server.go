@@ -48,8 +48,6 @@ type Config struct {
 	Version string // reported by the NATS service's $SRV.INFO
 
 	IdempotencyTTL time.Duration // how long Idempotency-Key records are kept (24h)
-	// HTTPAdmitted is httpdoor.Config.Admitted: a hook for tests.
-	HTTPAdmitted func(header func(name string) string)
 }
 
 // Server is a running Plaudit.
@@ -119,7 +117,7 @@ func (s *Server) start() (err error) {
 	if err != nil {
 		return err
 	}
-	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, Logger: cfg.Logger, Admitted: cfg.HTTPAdmitted}, s.service)
+	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
@@ -208,7 +206,13 @@ func (s *Server) Close() error {
 	var errs []error
 	if s.http != nil {
 		errs = append(errs, s.http.Shutdown())
-		if err := <-s.httpDone; err != nil {
+		// Shutdown closes only the listeners Serve has registered: one
+		// that Serve has not reached yet (a SIGTERM just after Start) is
+		// closed here, or Serve would accept on it forever.
+		if err := s.httpLn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+		if err := <-s.httpDone; err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
 		s.http = nil

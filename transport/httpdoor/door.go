@@ -29,9 +29,6 @@ type Config struct {
 	WriteTimeout time.Duration
 	IdleTimeout  time.Duration
 	Logger       *slog.Logger
-	// Admitted, if set, runs as each request is admitted, right after it is
-	// stamped with its start order. Tests use it to hold a request back.
-	Admitted func(header func(name string) string)
 }
 
 // Door is the HTTP door over one service.
@@ -88,9 +85,6 @@ func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(
 func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path)}
-	if d.cfg.Admitted != nil {
-		d.cfg.Admitted(func(name string) string { return string(ctx.Request.Header.Peek(name)) })
-	}
 	if path == "/healthz" {
 		ctx.Response.Header.Set("X-Request-Id", req.RequestID)
 		if d.svc.Ready() {
@@ -165,5 +159,8 @@ func (d *Door) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		write(ctx, d.svc.Error(req, fmt.Errorf("%w: the limit is %d bytes", api.ErrBodyTooLarge, d.cfg.MaxBody)))
 		return
 	}
-	write(ctx, d.svc.Error(req, field.Errorf("", "malformed request: %v", err)))
+	// fasthttp's error quotes the request head, Authorization included:
+	// it goes to the debug log, never into the answer.
+	d.cfg.Logger.Debug("malformed request", "request_id", req.RequestID, "err", err)
+	write(ctx, d.svc.Error(req, field.Errorf("", "malformed request")))
 }

@@ -457,7 +457,13 @@ func TestErrorShapePerPathPrefix(t *testing.T) {
 		{"bad Content-Length on /v1/workspaces", fmt.Sprintf(head, "/v1/workspaces") + "Content-Length: abc\r\n\r\n", jsonShape, "invalid_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectError(t, e.raw(t, tc.request), 400, tc.sh, tc.code, "malformed request")
+			r := e.raw(t, tc.request)
+			expectError(t, r, 400, tc.sh, tc.code, "malformed request")
+			// fasthttp's parse error quotes the request head; the answer
+			// must not echo the key in it.
+			if strings.Contains(string(r.body), adminKey) {
+				t.Fatalf("the answer echoes the API key: %s", r.body)
+			}
 		})
 	}
 }
