@@ -3,12 +3,13 @@ package server
 import (
 	"encoding/json"
 	"io"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/internal/jsontest"
 )
 
 // adminKey is the PLAUDIT_BOOTSTRAP_KEY of every test server.
@@ -133,111 +134,14 @@ func (c *client) must(want int, method, path, body string) map[string]any {
 	return r.json(c.t)
 }
 
-// putObjective PUTs an objective; SPEC §5 does not fix 200 or 201 for it,
-// so either is success. It returns the decoded body.
-func (c *client) putObjective(agent, body string) map[string]any {
-	c.t.Helper()
-	r := c.request("PUT", "/api/v1/agents/"+agent+"/objective", body, nil)
-	if r.status != 200 && r.status != 201 {
-		c.t.Fatalf("PUT objective of %s: status %d; body %s", agent, r.status, r.body)
-	}
-	return r.json(c.t)
-}
-
-// raw sends a GET and returns the body, failing unless it is 200.
-func (c *client) raw(path string) string {
-	c.t.Helper()
-	r := c.request("GET", path, "", nil)
-	if r.status != 200 {
-		c.t.Fatalf("GET %s: status %d; body %s", path, r.status, r.body)
-	}
-	return string(r.body)
-}
-
-// at walks a decoded JSON value by object keys (string) and array indexes (int).
-func at(t *testing.T, v any, path ...any) any {
-	t.Helper()
-	cur := v
-	for i, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := cur.(map[string]any)
-			if !ok {
-				t.Fatalf("at %v: %v is not an object", path[:i+1], cur)
-			}
-			if cur, ok = m[k]; !ok {
-				t.Fatalf("at %v: no key %q in %v", path[:i+1], k, m)
-			}
-		case int:
-			a, ok := cur.([]any)
-			if !ok || k >= len(a) {
-				t.Fatalf("at %v: %v is not an array with index %d", path[:i+1], cur, k)
-			}
-			cur = a[k]
-		}
-	}
-	return cur
-}
-
-func str(t *testing.T, v any, path ...any) string {
-	t.Helper()
-	s, ok := at(t, v, path...).(string)
-	if !ok {
-		t.Fatalf("at %v: %v is not a string", path, at(t, v, path...))
-	}
-	return s
-}
-
-func num(t *testing.T, v any, path ...any) float64 {
-	t.Helper()
-	f, ok := at(t, v, path...).(float64)
-	if !ok {
-		t.Fatalf("at %v: %v is not a number", path, at(t, v, path...))
-	}
-	return f
-}
-
-func list(t *testing.T, v any, path ...any) []any {
-	t.Helper()
-	a, ok := at(t, v, path...).([]any)
-	if !ok {
-		t.Fatalf("at %v: %v is not an array", path, at(t, v, path...))
-	}
-	return a
-}
-
-// expect compares a field with a wanted value: float64 with a tolerance of
-// 1e-12, nil for JSON null, anything else with ==.
-func expect(t *testing.T, v any, want any, path ...any) {
-	t.Helper()
-	got := at(t, v, path...)
-	if wf, ok := want.(float64); ok {
-		gf, ok := got.(float64)
-		if !ok || math.Abs(gf-wf) > 1e-12 {
-			t.Errorf("at %v: got %v, want %v", path, got, want)
-		}
-		return
-	}
-	if got != want {
-		t.Errorf("at %v: got %#v, want %#v", path, got, want)
-	}
-}
-
-// ts formats a time as the API renders it.
-func ts(tm time.Time) string { return tm.UTC().Format(time.RFC3339Nano) }
-
-// expectTime compares an RFC 3339 field with a time.
-func expectTime(t *testing.T, v any, want time.Time, path ...any) {
-	t.Helper()
-	got, err := time.Parse(time.RFC3339Nano, str(t, v, path...))
-	if err != nil {
-		t.Errorf("at %v: %v", path, err)
-		return
-	}
-	if !got.Equal(want) {
-		t.Errorf("at %v: got %s, want %s", path, ts(got), ts(want))
-	}
-}
+// The JSON-walking helpers, shared with the other door tests.
+var (
+	at     = jsontest.At
+	str    = jsontest.Str
+	num    = jsontest.Num
+	list   = jsontest.List
+	expect = jsontest.Expect
+)
 
 // rawSend sends one request and returns the answer or the transport error.
 // Unlike client.request it neither fails the test (goroutines may call it)

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"mime"
 	"net/http"
 	"net/url"
@@ -26,6 +25,8 @@ import (
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/httpdoor"
 	"github.com/plaudit/plaudit/transport/tenancy"
+
+	"github.com/plaudit/plaudit/internal/jsontest"
 )
 
 // adminKey is the bootstrap key of every harness.
@@ -363,90 +364,16 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
-// at walks a decoded JSON value by object keys (string) and array indexes (int).
-func at(t *testing.T, v any, path ...any) any {
-	t.Helper()
-	cur := v
-	for i, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := cur.(map[string]any)
-			if !ok {
-				t.Fatalf("at %v: %v is not an object", path[:i+1], cur)
-			}
-			if cur, ok = m[k]; !ok {
-				t.Fatalf("at %v: no key %q in %v", path[:i+1], k, m)
-			}
-		case int:
-			a, ok := cur.([]any)
-			if !ok || k >= len(a) {
-				t.Fatalf("at %v: %v is not an array with index %d", path[:i+1], cur, k)
-			}
-			cur = a[k]
-		}
-	}
-	return cur
-}
-
-func str(t *testing.T, v any, path ...any) string {
-	t.Helper()
-	s, ok := at(t, v, path...).(string)
-	if !ok {
-		t.Fatalf("at %v: %v is not a string", path, at(t, v, path...))
-	}
-	return s
-}
-
-func num(t *testing.T, v any, path ...any) float64 {
-	t.Helper()
-	f, ok := at(t, v, path...).(float64)
-	if !ok {
-		t.Fatalf("at %v: %v is not a number", path, at(t, v, path...))
-	}
-	return f
-}
-
-func list(t *testing.T, v any, path ...any) []any {
-	t.Helper()
-	a, ok := at(t, v, path...).([]any)
-	if !ok {
-		t.Fatalf("at %v: %v is not an array", path, at(t, v, path...))
-	}
-	return a
-}
-
-// expect compares a field with a wanted value: float64 with a tolerance of
-// 1e-12, nil for JSON null, anything else with ==.
-func expect(t *testing.T, v any, want any, path ...any) {
-	t.Helper()
-	got := at(t, v, path...)
-	if wf, ok := want.(float64); ok {
-		gf, ok := got.(float64)
-		if !ok || math.Abs(gf-wf) > 1e-12 {
-			t.Errorf("at %v: got %v, want %v", path, got, want)
-		}
-		return
-	}
-	if got != want {
-		t.Errorf("at %v: got %#v, want %#v", path, got, want)
-	}
-}
-
-// ts formats a time as the API renders it.
-func ts(tm time.Time) string { return tm.UTC().Format(time.RFC3339Nano) }
-
-// expectTime compares an RFC 3339 field with a time.
-func expectTime(t *testing.T, v any, want time.Time, path ...any) {
-	t.Helper()
-	got, err := time.Parse(time.RFC3339Nano, str(t, v, path...))
-	if err != nil {
-		t.Errorf("at %v: %v", path, err)
-		return
-	}
-	if !got.Equal(want) {
-		t.Errorf("at %v: got %s, want %s", path, ts(got), ts(want))
-	}
-}
+// The JSON-walking helpers, shared with the other door tests.
+var (
+	at         = jsontest.At
+	str        = jsontest.Str
+	num        = jsontest.Num
+	list       = jsontest.List
+	expect     = jsontest.Expect
+	ts         = jsontest.TS
+	expectTime = jsontest.ExpectTime
+)
 
 // apiError checks an error answer of the /api/v1 and /v1/jobs doors: the
 // status, error.code, a message naming want, and request_id equal to the
