@@ -7,7 +7,7 @@ import (
 )
 
 // Event is one persisted change of an agent. Events are applied in order,
-// live by Execute and on recovery by Replay.
+// live by the command methods, on recovery by Replay and Restore.
 type Event interface{ eventType() eventType }
 
 type eventType byte

@@ -138,7 +138,6 @@ func (c *client) must(want int, method, path, body string) map[string]any {
 var (
 	at     = jsontest.At
 	str    = jsontest.Str
-	num    = jsontest.Num
 	list   = jsontest.List
 	expect = jsontest.Expect
 )
