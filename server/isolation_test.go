@@ -175,7 +175,7 @@ func TestNATSWorkspaceSeesNothingOfAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 10 {
-		rep, err := tn.s.nc.Request("plaudit.judge."+tn.teamWS+".tone", []byte(`{"answer": "`+tn.teamKey+`"}`), 5*time.Second)
+		rep, err := tn.s.embedded.JudgeRequest(tn.s.nc, tn.teamWS, "tone", []byte(`{"answer": "`+tn.teamKey+`"}`), 5*time.Second)
 		if err != nil || string(rep.Data) != `{"met": true}` {
 			t.Fatalf("judge request through team's account: %v, %v", rep, err)
 		}
@@ -193,16 +193,20 @@ func TestNATSWorkspaceSeesNothingOfAnother(t *testing.T) {
 	}
 }
 
-// TestNATSAdminKeyIsReadByNoOtherConnection: the admin key travels in the
-// Authorization header of the admin's requests; no other connection, of
-// its workspace or another, reads a message that carries it.
-func TestNATSAdminKeyIsReadByNoOtherConnection(t *testing.T) {
+// TestNATSRepliesAreForTheirRequesterOnly: every connection is an account
+// of its own, so no other connection, of another workspace, of the same
+// workspace or of the very same key, receives anything of the admin's
+// traffic; the admin key, in the Authorization header of its requests, is
+// read by none of them.
+func TestNATSRepliesAreForTheirRequesterOnly(t *testing.T) {
 	tn := newTenants(t)
-	// Both try every subscription; what the server refuses them is the
+	// They try every subscription; what the server refuses them is the
 	// business of the test above, what reaches them is this one's.
 	peer := connectWatcher(t, tn.s, tn.peerKey)
 	team := connectWatcher(t, tn.s, tn.teamKey)
-	for _, w := range []*watcher{peer, team} {
+	twin := connectWatcher(t, tn.s, adminKey)
+	spies := []*watcher{peer, team, twin}
+	for _, w := range spies {
 		for _, subject := range []string{">", "plaudit.v1.>", "_INBOX.>", "plaudit.judge.>", "plaudit.judge.default.>"} {
 			w.subscribe(t, subject)
 		}
@@ -214,17 +218,17 @@ func TestNATSAdminKeyIsReadByNoOtherConnection(t *testing.T) {
 		admin.must("plaudit.v1.default."+tn.defaultAgent+".signal", `{"kind": "k", "value": 1, "run_id": "`+run+`"}`)
 	}
 	admin.must("plaudit.v1.default."+tn.defaultAgent+".reward", `{"run_id": "`+run+`"}`)
-	for _, w := range []*watcher{peer, team} {
+	for i, w := range spies {
 		if err := w.nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if got := team.received(); len(got) != 0 {
-		t.Fatalf("team's connection received %d messages of default's traffic", len(got))
-	}
-	for _, m := range peer.received() {
-		if bytes.Contains(m, []byte(adminKey)) {
-			t.Fatalf("a peer connection read the admin key: %q", m)
+		for _, m := range w.received() {
+			if bytes.Contains(m, []byte(adminKey)) {
+				t.Fatalf("spy %d read the admin key: %q", i, m)
+			}
+		}
+		if got := w.received(); len(got) != 0 {
+			t.Fatalf("spy %d (peer, team, a second admin connection) received %d messages of the admin's traffic, first %q", i, len(got), got[0])
 		}
 	}
 }

@@ -112,8 +112,11 @@ func (s *Server) start() (err error) {
 	if err = s.startNATS(); err != nil {
 		return err
 	}
-	s.natsDoor, err = natsdoor.Start(s.nc, s.service, natsdoor.Config{MaxBody: cfg.MaxBody,
-		ConnectionIdentity: s.embedded != nil, Version: cfg.Version, Logger: cfg.Logger})
+	doorCfg := natsdoor.Config{MaxBody: cfg.MaxBody, Version: cfg.Version, Logger: cfg.Logger}
+	if s.embedded != nil {
+		doorCfg.Identity = s.embedded.Requester
+	}
+	s.natsDoor, err = natsdoor.Start(s.nc, s.service, doorCfg)
 	if err != nil {
 		return err
 	}

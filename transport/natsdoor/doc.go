@@ -7,33 +7,62 @@
 //
 // Embedded turns an embedded nats-server into a multi-tenant one without
 // configuration files or JWTs. Every account lives in memory and is set up
-// from Check, the server's custom client authentication:
+// from Start and Check, the server's custom client authentication:
 //
 //   - the service account (ServiceAccount) holds Plaudit's own connection,
 //     which authenticates with an nkey generated at start and has every
-//     permission;
-//   - each workspace has an account named by its id, created on the first
-//     connection of one of its API keys. It imports from the service account
-//     the service subjects plaudit.v1.<ws>.> and the micro discovery subjects
-//     $SRV.PING[.plaudit] and $SRV.INFO[.plaudit], and exports to it its judge
-//     subjects plaudit.judge.<ws>.>;
+//     permission. It exports, once, the service subjects plaudit.v1.> and
+//     the micro discovery subjects $SRV.PING[.plaudit] and
+//     $SRV.INFO[.plaudit] (only this code imports them, each import
+//     narrowed to one workspace), and imports each connection account's
+//     judge subjects under a subject of that account's own,
+//     plaudit.judgeconn.<n>.>;
+//   - every client connection has an account of its own, a connection
+//     account named <ws>-c<n> (never a workspace id, never the service
+//     account). It imports from the service account plaudit.v1.<ws>.> of
+//     its workspace only, sharing who sends each request, and the discovery
+//     subjects, and exports to the service account alone its judge subjects
+//     plaudit.judge.<ws>.>;
 //   - a client authenticates with an API key as its NATS token
-//     (nats.Token(key), nats --token key) and lands in its workspace's account
+//     (nats.Token(key), nats --token key) and lands in a connection account
 //     as a user named by the key id. It may publish only on its workspace's
 //     service subjects and the discovery subjects, answer requests it received
 //     (a judge worker's reply), and subscribe only to _INBOX.> and its
 //     workspace's judge subjects.
 //
-// Accounts share no subject space: a workspace sees nothing of another
-// workspace's traffic, not even on _INBOX.>. Within one workspace, keys share
-// the account, so one key may subscribe to _INBOX.> and see the replies meant
-// for another key of the same workspace.
+// Why an account per connection: replies are private. Accounts share no
+// subject space, so a connection subscribed to _INBOX.> (or to its
+// workspace's judge subjects) receives the replies to its own requests and
+// the judge requests sent to it, and nothing of any other connection, of
+// its own key, of another key of its workspace, or of another workspace.
+// Connection accounts are pooled per API key: a new connection of a key
+// takes one of the key's accounts that has no connection and was not handed
+// out in the last few seconds, or a new one; so reconnects do not grow
+// them, and a key has about as many accounts as it ever had connections at
+// once.
+//
+// Judges: Plaudit sends a judge request with Embedded.JudgeRequest, for
+// plaudit.judge.<ws>.<name>. It picks one connection account of ws with a
+// subscription on that subject, the serving accounts of ws taken in turn,
+// and requests plaudit.judgeconn.<n>.<name>, which the server maps to
+// plaudit.judge.<ws>.<name> in that account only: one worker connection
+// (e.g. nats --token KEY reply plaudit.judge.<ws>.tone '{"met": true}')
+// serves each request, never every worker. A plain request on
+// plaudit.judge.> from Plaudit's connection reaches no one.
 //
 // A key is checked when its connection opens; Disconnect closes the open
 // connections of a key that is revoked.
 //
-// A request reaching the service from a workspace carries the
-// Nats-Request-Info header, set by the server, naming the workspace
-// (account) and the key id (user); RequestInfo reads it, and says how far
-// it can be trusted.
+// A request reaching the service from a connection carries the
+// Nats-Request-Info header, set by the server, naming the connection
+// account and the key id (user); Embedded.Requester reads it, maps the
+// account to its workspace and key, and says how far it can be trusted.
+//
+// Remaining limits. A client writing raw protocol can make the service read
+// a Nats-Request-Info of its choosing, naming another connection account
+// of its own workspace and that account's key, never another workspace's
+// (see Requester). A connection account handed to a new connection of the
+// same key may still get a late reply to a request of the key's previous,
+// closed connection. Connection accounts are never removed: the pool of a
+// key keeps its peak number of connections, revoked keys included.
 package natsdoor

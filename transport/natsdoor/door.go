@@ -24,13 +24,13 @@ type Config struct {
 	// PendingMsgs bounds each endpoint's subscription buffer.
 	PendingMsgs int
 	MaxBody     int // bytes; default 1 MiB
-	// ConnectionIdentity trusts the server-set Nats-Request-Info header for
-	// who sent a request: set it when the server's clients authenticate
-	// through Embedded. Without it (an external server), every request
-	// must carry an Authorization header.
-	ConnectionIdentity bool
-	Version            string // reported by $SRV.INFO
-	Logger             *slog.Logger
+	// Identity tells which workspace and key sent a request, from what the
+	// server set on it: Embedded.Requester when the server's clients
+	// authenticate through Embedded. Nil (an external server), every
+	// request must carry an Authorization header.
+	Identity func(subject string, h map[string][]string) (workspace, keyID string, ok bool)
+	Version  string // reported by $SRV.INFO
+	Logger   *slog.Logger
 }
 
 // Door is the request-reply door: a nats.go micro service named "plaudit"
@@ -188,8 +188,8 @@ func (d *Door) principal(subject string, hdr micro.Headers) (tenancy.Principal, 
 		conn    tenancy.Principal
 		hasConn bool
 	)
-	if d.cfg.ConnectionIdentity {
-		if ws, keyID, ok := RequestInfo(subject, hdr); ok {
+	if d.cfg.Identity != nil {
+		if ws, keyID, ok := d.cfg.Identity(subject, hdr); ok {
 			p, active := ten.Key(keyID)
 			if !active || p.Home != ws {
 				return tenancy.Principal{}, fmt.Errorf("connection key %s: %w", keyID, tenancy.ErrUnauthenticated)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +17,8 @@ import (
 
 const (
 	// ServiceAccount is the account of Plaudit's own connection. No token
-	// ever lands in it: a workspace with this id is refused.
+	// ever lands in it: a workspace with this id is refused, and connection
+	// accounts are named <ws>-c<n>.
 	ServiceAccount = "PLAUDIT"
 	// ServiceUser is the user name of Plaudit's own connection.
 	ServiceUser = "plaudit"
@@ -24,6 +26,10 @@ const (
 	// workspaces may reach.
 	ServiceName = "plaudit"
 )
+
+// DefaultReuseDelay is how long after a connection account was handed out
+// it is not handed out again, even if it looks idle.
+const DefaultReuseDelay = 5 * time.Second
 
 // KeyAuth resolves a client's NATS token (a Plaudit API key) to the key's id
 // and home workspace; ok=false for an unknown or revoked key. It is called
@@ -34,15 +40,47 @@ type KeyAuth func(token string) (keyID, workspace string, ok bool)
 // Embedded authenticates the clients of an embedded nats-server and sets up
 // the accounts they land in; it implements server.Authentication, to be set
 // as server.Options.CustomClientAuthentication (Options does so).
+//
+// Every tenant connection gets an account of its own, a connection account
+// (see the package documentation); connection accounts are pooled per API
+// key and reused once idle, so reconnects do not grow them.
 type Embedded struct {
 	auth KeyAuth
 	kp   nkeys.KeyPair // Plaudit's own user; the seed never leaves memory
 	pub  string
+	// reuseDelay: a connection account handed out less than this long ago
+	// is not handed out again (DefaultReuseDelay); now is the clock (tests
+	// replace it).
+	reuseDelay time.Duration
+	now        func() time.Time
 
-	mu         sync.Mutex
-	srv        *server.Server
-	svc        *server.Account
-	workspaces map[string]*server.Account // accounts set up, by workspace id
+	mu       sync.RWMutex
+	srv      *server.Server
+	svc      *server.Account
+	seq      uint64                  // last connection account number
+	accounts map[string]*connAccount // every connection account, by name
+	pools    map[poolKey][]*connAccount
+	judges   map[string]*judgeRing // connection accounts by workspace
+}
+
+// connAccount is a connection account: set up for workspace ws, handed out
+// only to connections of key keyID.
+type connAccount struct {
+	acc    *server.Account
+	ws     string
+	keyID  string
+	judge  string    // plaudit.judgeconn.<n>.: its judge import's prefix in the service account
+	handed time.Time // when it was last handed out
+}
+
+// poolKey names the pool of one API key (in its workspace).
+type poolKey struct{ ws, keyID string }
+
+// judgeRing is a workspace's connection accounts, taken in turn by
+// JudgeRequest from next.
+type judgeRing struct {
+	accs []*connAccount
+	next int
 }
 
 // NewEmbedded returns an Embedded resolving tokens with auth, with a freshly
@@ -59,7 +97,8 @@ func NewEmbedded(auth KeyAuth) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsdoor: service nkey: %w", err)
 	}
-	return &Embedded{auth: auth, kp: kp, pub: pub, workspaces: map[string]*server.Account{}}, nil
+	return &Embedded{auth: auth, kp: kp, pub: pub, reuseDelay: DefaultReuseDelay, now: time.Now,
+		accounts: map[string]*connAccount{}, pools: map[poolKey][]*connAccount{}, judges: map[string]*judgeRing{}}, nil
 }
 
 // Options returns server options listening on host:port (port as in
@@ -77,12 +116,13 @@ func (e *Embedded) Options(host string, port int) *server.Options {
 	}
 }
 
-// Start creates the server from opts, registers the service account, starts
-// the server and waits until it accepts connections (up to 10 s). opts must
-// have e as CustomClientAuthentication and AlwaysEnableNonce set, as Options
-// makes them; other authentication options (users, nkeys, accounts,
-// operators) are ignored by the server and must be left empty. An Embedded
-// serves a single server: Start may be called once.
+// Start creates the server from opts, registers and sets up the service
+// account, starts the server and waits until it accepts connections (up to
+// 10 s). opts must have e as CustomClientAuthentication and
+// AlwaysEnableNonce set, as Options makes them; other authentication
+// options (users, nkeys, accounts, operators) are ignored by the server and
+// must be left empty. An Embedded serves a single server: Start may be
+// called once.
 func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 	if opts.CustomClientAuthentication != e || !opts.AlwaysEnableNonce {
 		return nil, errors.New("natsdoor: options need CustomClientAuthentication = e and AlwaysEnableNonce")
@@ -98,6 +138,9 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 		return nil, fmt.Errorf("natsdoor: embedded nats: %w", err)
 	}
 	svc, err := s.RegisterAccount(ServiceAccount)
+	if err == nil {
+		err = setUpService(svc)
+	}
 	if err != nil {
 		e.mu.Unlock()
 		return nil, fmt.Errorf("natsdoor: service account: %w", err)
@@ -113,6 +156,28 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 	return s, nil
 }
 
+// setUpService makes the service account's exports, once: the service
+// subjects of every workspace and the discovery subjects. They are public,
+// but only this code adds imports, each connection account's narrowed to
+// its own workspace.
+func setUpService(svc *server.Account) error {
+	if err := svc.AddServiceExportWithResponse("plaudit.v1.>", server.Singleton, nil); err != nil {
+		return err
+	}
+	for _, subj := range discovery {
+		if err := svc.AddServiceExportWithResponse(subj, server.Streamed, nil); err != nil {
+			return err
+		}
+		// A streamed response route lives until this threshold; adding the
+		// export reset it to the server's default of 2 minutes. Imports
+		// added later take the export as it is then.
+		if err := svc.SetServiceExportResponseThreshold(subj, discoveryResponseTime); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ConnectOptions are the nats.go options with which Plaudit's own connection
 // authenticates: its nkey, signing the server's nonce.
 func (e *Embedded) ConnectOptions() []nats.Option {
@@ -124,8 +189,9 @@ func (e *Embedded) ConnectOptions() []nats.Option {
 // Plaudit's own, presenting only its nkey and a valid signature of the
 // nonce, which goes to the service account with every permission; and one
 // presenting only a token that KeyAuth accepts for a well-formed workspace
-// id, which goes to that workspace's account as a user named by the key id,
-// with the permissions of a workspace user. Everything else is refused.
+// id, which goes to a connection account of its own (one of its key's idle
+// ones, or a new one) as a user named by the key id, with the permissions
+// of a workspace user. Everything else is refused.
 func (e *Embedded) Check(c server.ClientAuthentication) bool {
 	if c.Kind() != server.CLIENT {
 		return false
@@ -139,9 +205,9 @@ func (e *Embedded) Check(c server.ClientAuthentication) bool {
 		if o.Nkey != e.pub || !e.signedNonce(o.Sig, c.GetNonce()) {
 			return false
 		}
-		e.mu.Lock()
+		e.mu.RLock()
 		svc := e.svc
-		e.mu.Unlock()
+		e.mu.RUnlock()
 		if svc == nil {
 			return false
 		}
@@ -152,11 +218,16 @@ func (e *Embedded) Check(c server.ClientAuthentication) bool {
 		if !ok || keyID == "" || !validWorkspace(ws) {
 			return false
 		}
-		acc, err := e.workspace(ws)
+		// The lock spans the choice and the registration: RegisterUser adds
+		// the client to the account before it returns (nats-server 2.15),
+		// so the next Check sees the account taken.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		ca, err := e.connAccountLocked(ws, keyID)
 		if err != nil {
 			return false
 		}
-		c.RegisterUser(&server.User{Username: keyID, Account: acc, Permissions: workspacePermissions(ws)})
+		c.RegisterUser(&server.User{Username: keyID, Account: ca.acc, Permissions: workspacePermissions(ws)})
 		return true
 	default:
 		return false
@@ -178,9 +249,9 @@ func (e *Embedded) signedNonce(sig string, nonce []byte) bool {
 	return e.kp.Verify(nonce, raw) == nil
 }
 
-// validWorkspace reports whether ws can name a workspace account: 1 to 128
-// of [A-Za-z0-9_-] (so it is one subject token and never $G or $SYS), and
-// not the service account.
+// validWorkspace reports whether ws can name a workspace: 1 to 128 of
+// [A-Za-z0-9_-] (so it is one subject token and its connection accounts
+// are never $G or $SYS), and not the service account.
 func validWorkspace(ws string) bool {
 	if ws == "" || len(ws) > 128 || ws == ServiceAccount {
 		return false
@@ -208,39 +279,58 @@ func serviceSubject(ws string) string { return "plaudit.v1." + ws + ".>" }
 
 func judgeSubject(ws string) string { return "plaudit.judge." + ws + ".>" }
 
-// workspace returns the account of ws, registering and setting it up on
-// first use; later calls return the same account.
-func (e *Embedded) workspace(ws string) (*server.Account, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if acc, ok := e.workspaces[ws]; ok {
-		return acc, nil
-	}
+// connAccountLocked returns an account for a new connection of key keyID of
+// workspace ws: one of the key's accounts with no connection, not handed
+// out in the last reuseDelay, or else a new one. e.mu is held.
+//
+// In nats-server 2.15, RegisterUser adds the client to the account before
+// Check returns, and Check holds e.mu across both, so an account handed out
+// already counts its connection when the next Check looks. The delay is a
+// margin should a server register later, and it spaces the reuse of an
+// account that a connection just left.
+func (e *Embedded) connAccountLocked(ws, keyID string) (*connAccount, error) {
 	if e.srv == nil {
 		return nil, errors.New("natsdoor: not started")
 	}
-	// RegisterAccount fails if the name exists: an account this code did not
-	// set up (or whose set up failed) is never handed out.
-	acc, err := e.srv.RegisterAccount(ws)
+	now := e.now()
+	pk := poolKey{ws, keyID}
+	for _, ca := range e.pools[pk] {
+		if now.Sub(ca.handed) >= e.reuseDelay && ca.acc.NumLocalConnections() == 0 {
+			ca.handed = now
+			return ca, nil
+		}
+	}
+	e.seq++
+	n := strconv.FormatUint(e.seq, 10)
+	// The name is never a workspace id's account: no account is named by
+	// a workspace id, and <ws>-c<n> is unique (n is, and the last "-c"
+	// splits it back). RegisterAccount fails if the name exists: an
+	// account this code did not set up (or whose set up failed) is never
+	// handed out.
+	acc, err := e.srv.RegisterAccount(ws + "-c" + n)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.setUp(acc, ws); err != nil {
+	ca := &connAccount{acc: acc, ws: ws, keyID: keyID, judge: "plaudit.judgeconn." + n + ".", handed: now}
+	if err := e.setUp(ca); err != nil {
 		return nil, err
 	}
-	e.workspaces[ws] = acc
-	return acc, nil
+	e.accounts[acc.Name] = ca
+	e.pools[pk] = append(e.pools[pk], ca)
+	r := e.judges[ws]
+	if r == nil {
+		r = &judgeRing{}
+		e.judges[ws] = r
+	}
+	r.accs = append(r.accs, ca)
+	return ca, nil
 }
 
-// setUp wires a new workspace account to the service account. Exports name
-// the one account allowed to import them.
-func (e *Embedded) setUp(acc *server.Account, ws string) error {
-	svc, only := e.svc, []*server.Account{acc}
-	// Requests: ws -> service, same subject on both sides, with the
-	// requester (account, user) shared in Nats-Request-Info.
-	if err := svc.AddServiceExportWithResponse(serviceSubject(ws), server.Singleton, only); err != nil {
-		return err
-	}
+// setUp wires a new connection account to the service account.
+func (e *Embedded) setUp(ca *connAccount) error {
+	svc, acc, ws := e.svc, ca.acc, ca.ws
+	// Requests: connection -> service, narrowed to the workspace's subjects,
+	// with the requester (account, user) shared in Nats-Request-Info.
 	if err := acc.AddServiceImport(svc, serviceSubject(ws), serviceSubject(ws)); err != nil {
 		return err
 	}
@@ -248,23 +338,16 @@ func (e *Embedded) setUp(acc *server.Account, ws string) error {
 		return err
 	}
 	for _, subj := range discovery {
-		if err := svc.AddServiceExportWithResponse(subj, server.Streamed, only); err != nil {
-			return err
-		}
-		// A streamed response route lives until this threshold; adding the
-		// export reset it to the server's default of 2 minutes.
-		if err := svc.SetServiceExportResponseThreshold(subj, discoveryResponseTime); err != nil {
-			return err
-		}
 		if err := acc.AddServiceImport(svc, subj, subj); err != nil {
 			return err
 		}
 	}
-	// Judges: service -> ws.
+	// Judges: service -> this connection only, under a subject of its own
+	// in the service account (the server maps the > of one to the other).
 	if err := acc.AddServiceExportWithResponse(judgeSubject(ws), server.Singleton, []*server.Account{svc}); err != nil {
 		return err
 	}
-	return svc.AddServiceImport(acc, judgeSubject(ws), judgeSubject(ws))
+	return svc.AddServiceImport(acc, ca.judge+">", judgeSubject(ws))
 }
 
 // workspacePermissions are those of a user of workspace ws: publish its
@@ -284,58 +367,126 @@ func workspacePermissions(ws string) *server.Permissions {
 // infoParsers parse Nats-Request-Info headers.
 var infoParsers fastjson.ParserPool
 
-// RequestInfo tells who sent a request that reached the service on subject
-// plaudit.v1.<ws>.>: the workspace (account) and key id (user) from the
-// Nats-Request-Info header (server.ClientInfoHdr) that the server sets when
-// the request crosses the workspace's import, after removing the client's
-// own. ok=false unless the subject is a service subject and the header names
-// a user of the subject's workspace. The last value is taken: the server
-// appends its own after the client's headers.
-//
-// The workspace is certain: the server lets a workspace publish only on its
-// own service subjects. The key id is certain for clients that write
-// well-formed headers (nats.go, the nats CLI), but not for a client writing
-// raw protocol: the server finds the header it replaces only at a CRLF line
-// start, while nats.go also splits header lines at a bare LF and ends the
-// header block at the first empty line, so a hand-written block such as
-// "NATS/1.0\r\nX: 1\nNats-Request-Info: {...}\n\n...\r\n\r\n" shows the service a
-// Nats-Request-Info of the client's choosing. Such a client can claim
-// another key of its own workspace, never another workspace (checked
-// here). Where the key matters for authorization, authenticate the request
-// itself (e.g. its Authorization header) and use this key id for
-// attribution.
-func RequestInfo(subject string, h map[string][]string) (workspace, keyID string, ok bool) {
+// requestInfo returns the workspace of a service subject
+// plaudit.v1.<ws>.>, and the account and user of the last
+// Nats-Request-Info value in h (the server appends its own after the
+// client's headers); ok=false if any is missing. acc and user live in p's
+// memory: the caller returns p to infoParsers once done with them.
+func requestInfo(subject string, h map[string][]string) (ws string, acc, user []byte, p *fastjson.Parser, ok bool) {
 	rest, found := strings.CutPrefix(subject, "plaudit.v1.")
 	if !found {
-		return "", "", false
+		return "", nil, nil, nil, false
 	}
-	ws, _, _ := strings.Cut(rest, ".")
+	ws, _, _ = strings.Cut(rest, ".")
 	vals := h[server.ClientInfoHdr]
-	if len(vals) == 0 {
-		return "", "", false
+	if len(vals) == 0 || !validWorkspace(ws) {
+		return "", nil, nil, nil, false
 	}
 	// Only two members of server.ClientInfo are read: fastjson finds them
 	// without decoding the rest (encoding/json took a tenth of a request's
 	// CPU here).
-	p := infoParsers.Get()
-	defer infoParsers.Put(p)
+	p = infoParsers.Get()
 	v, err := p.Parse(vals[len(vals)-1])
 	if err != nil {
+		infoParsers.Put(p)
+		return "", nil, nil, nil, false
+	}
+	acc, user = v.GetStringBytes("acc"), v.GetStringBytes("user")
+	if len(acc) == 0 || len(user) == 0 {
+		infoParsers.Put(p)
+		return "", nil, nil, nil, false
+	}
+	return ws, acc, user, p, true
+}
+
+// Requester tells who sent a request that reached the service on subject
+// plaudit.v1.<ws>.>: the workspace and key id of the connection account
+// named by the Nats-Request-Info header (server.ClientInfoHdr) that the
+// server sets when the request crosses the account's import, after
+// removing the client's own. ok=false unless the subject is a service
+// subject, the header's account is a connection account set up for the
+// subject's workspace, and the header's user is the key that account was
+// handed to. The last value is taken: the server appends its own after the
+// client's headers.
+//
+// The workspace is certain: the server lets a connection publish only on
+// its own workspace's service subjects. The connection account and key are
+// certain for clients that write well-formed headers (nats.go, the nats
+// CLI), but not for a client writing raw protocol: the server finds the
+// header it replaces only at a CRLF line start, while nats.go also splits
+// header lines at a bare LF and ends the header block at the first empty
+// line, so a hand-written block such as
+// "NATS/1.0\r\nX: 1\nNats-Request-Info: {...}\n\n...\r\n\r\n" shows the
+// service a Nats-Request-Info of the client's choosing. Such a client can
+// claim another connection account of its own workspace (and that
+// account's key), never one of another workspace (checked here). Where the
+// key matters for authorization, authenticate the request itself (e.g. its
+// Authorization header) and use this key id for attribution.
+func (e *Embedded) Requester(subject string, h map[string][]string) (workspace, keyID string, ok bool) {
+	ws, acc, user, p, ok := requestInfo(subject, h)
+	if !ok {
 		return "", "", false
 	}
-	acc, user := string(v.GetStringBytes("acc")), string(v.GetStringBytes("user"))
-	if acc != ws || !validWorkspace(ws) || user == "" {
+	defer infoParsers.Put(p)
+	e.mu.RLock()
+	ca := e.accounts[string(acc)]
+	e.mu.RUnlock()
+	if ca == nil || ca.ws != ws || string(user) != ca.keyID {
 		return "", "", false
 	}
-	return ws, user, true
+	return ca.ws, ca.keyID, true
+}
+
+// JudgeRequest sends data over nc, Plaudit's own connection (of the service
+// account), as a request for plaudit.judge.<ws>.<name> to one connection of
+// workspace ws subscribed to it, and waits up to timeout for its reply. The
+// connections of ws that serve the subject are taken in turn; the request
+// goes through the chosen connection account's own import,
+// plaudit.judgeconn.<n>.<name>, so no other connection sees it. It returns
+// nats.ErrNoResponders at once if no connection of ws serves the subject.
+func (e *Embedded) JudgeRequest(nc *nats.Conn, ws, name string, data []byte, timeout time.Duration) (*nats.Msg, error) {
+	if !validWorkspace(ws) || !validJudgeName(name) {
+		return nil, fmt.Errorf("natsdoor: bad judge subject plaudit.judge.%s.%s", ws, name)
+	}
+	subject := "plaudit.judge." + ws + "." + name
+	e.mu.Lock()
+	var via string
+	if r := e.judges[ws]; r != nil {
+		for i := range r.accs {
+			j := (r.next + i) % len(r.accs)
+			if ca := r.accs[j]; ca.acc.SubscriptionInterest(subject) {
+				via, r.next = ca.judge+name, j+1
+				break
+			}
+		}
+	}
+	e.mu.Unlock()
+	if via == "" {
+		return nil, nats.ErrNoResponders
+	}
+	return nc.Request(via, data, timeout)
+}
+
+// validJudgeName reports whether name can end a judge subject: one or more
+// non-empty tokens, without wildcards or white space.
+func validJudgeName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for tok := range strings.SplitSeq(name, ".") {
+		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n") {
+			return false
+		}
+	}
+	return true
 }
 
 // Disconnect closes every open connection of key keyID: a revoked key
 // loses its connections, not only its next ones.
 func (e *Embedded) Disconnect(keyID string) {
-	e.mu.Lock()
+	e.mu.RLock()
 	s := e.srv
-	e.mu.Unlock()
+	e.mu.RUnlock()
 	if s == nil {
 		return
 	}
