@@ -20,9 +20,9 @@
 //   - every client connection has an account of its own, a connection
 //     account named <ws>-c<n> (never a workspace id, never the service
 //     account). It imports from the service account plaudit.v1.<ws>.> of
-//     its workspace only, sharing who sends each request, and the discovery
-//     subjects, and exports to the service account alone its judge subjects
-//     plaudit.judge.<ws>.>;
+//     its workspace only (the server names the requesting account in each
+//     request's Nats-Request-Info) and the discovery subjects, and exports
+//     to the service account alone its judge subjects plaudit.judge.<ws>.>;
 //   - a client authenticates with an API key as its NATS token
 //     (nats.Token(key), nats --token key) and lands in a connection account
 //     as a user named by the key id. It may publish only on its workspace's
@@ -55,8 +55,8 @@
 //
 // A request reaching the service from a connection carries the
 // Nats-Request-Info header, set by the server, naming the connection
-// account and the key id (user); Embedded.Requester reads it, maps the
-// account to its workspace and key, and says how far it can be trusted.
+// account; Embedded.Requester reads it, maps the account to its workspace
+// and key, and says how far it can be trusted.
 //
 // Remaining limits. A client writing raw protocol can make the service read
 // a Nats-Request-Info of its choosing, naming another connection account

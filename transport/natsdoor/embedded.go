@@ -329,12 +329,13 @@ func (e *Embedded) connAccountLocked(ws, keyID string) (*connAccount, error) {
 // setUp wires a new connection account to the service account.
 func (e *Embedded) setUp(ca *connAccount) error {
 	svc, acc, ws := e.svc, ca.acc, ca.ws
-	// Requests: connection -> service, narrowed to the workspace's subjects,
-	// with the requester (account, user) shared in Nats-Request-Info.
+	// Requests: connection -> service, narrowed to the workspace's subjects.
+	// The server names the requesting account in Nats-Request-Info, which
+	// is enough: the account is this connection's, so it names the key.
+	// (Sharing the client's details would add its server, host, name and
+	// more to every request's header, for a user name the account already
+	// tells.)
 	if err := acc.AddServiceImport(svc, serviceSubject(ws), serviceSubject(ws)); err != nil {
-		return err
-	}
-	if err := acc.SetServiceImportSharing(svc, serviceSubject(ws), true); err != nil {
 		return err
 	}
 	for _, subj := range discovery {
@@ -392,7 +393,7 @@ func requestInfo(subject string, h map[string][]string) (ws string, acc, user []
 		return "", nil, nil, nil, false
 	}
 	acc, user = v.GetStringBytes("acc"), v.GetStringBytes("user")
-	if len(acc) == 0 || len(user) == 0 {
+	if len(acc) == 0 {
 		infoParsers.Put(p)
 		return "", nil, nil, nil, false
 	}
@@ -405,8 +406,9 @@ func requestInfo(subject string, h map[string][]string) (ws string, acc, user []
 // server sets when the request crosses the account's import, after
 // removing the client's own. ok=false unless the subject is a service
 // subject, the header's account is a connection account set up for the
-// subject's workspace, and the header's user is the key that account was
-// handed to. The last value is taken: the server appends its own after the
+// subject's workspace, and any user the header names is the key that
+// account was handed to (the server names none: the account tells the
+// key). The last value is taken: the server appends its own after the
 // client's headers.
 //
 // The workspace is certain: the server lets a connection publish only on
@@ -431,7 +433,7 @@ func (e *Embedded) Requester(subject string, h map[string][]string) (workspace, 
 	e.mu.RLock()
 	ca := e.accounts[string(acc)]
 	e.mu.RUnlock()
-	if ca == nil || ca.ws != ws || string(user) != ca.keyID {
+	if ca == nil || ca.ws != ws || (len(user) > 0 && string(user) != ca.keyID) {
 		return "", "", false
 	}
 	return ca.ws, ca.keyID, true

@@ -1027,7 +1027,7 @@ func TestRequester(t *testing.T) {
 		{"last value wins", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsa-c2","user":"key_a2"}`, `{"acc":"wsa-c1","user":"key_a"}`), "wsa", "key_a", true},
 		{"workspace named like an account", "plaudit.v1.wsa-c1.agt.signal", hdr(`{"acc":"wsa-c1-c4","user":"key_c"}`), "wsa-c1", "key_c", true},
 		{"no header", "plaudit.v1.wsa.agt.signal", nil, "", "", false},
-		{"not shared", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsa-c1"}`), "", "", false},
+		{"account alone (the server shares no user)", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsa-c1"}`), "wsa", "key_a", true},
 		{"key the account was not handed to", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsa-c1","user":"key_a2"}`), "", "", false},
 		{"other workspace", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsb-c3","user":"key_b"}`), "", "", false},
 		{"account of a workspace named like an account", "plaudit.v1.wsa.agt.signal", hdr(`{"acc":"wsa-c1-c4","user":"key_c"}`), "", "", false},
