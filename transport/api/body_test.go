@@ -67,8 +67,9 @@ func FuzzReportBody(f *testing.F) {
 	f.Add([]byte(`{"kind":"external","scorer":"ci.tests","value":0.5,"detail":{"suite":"unit","n":3,"ok":true,"x":null}}`))
 	f.Add([]byte(`{"kind":"choice","shown":["a",{"x":[1,2]}],"chosen":{"x":[1,2]},"prompt":"pick"}`))
 	f.Add([]byte(`{"kind":"review","value":1,"trace_id":"tr-1","weight":1000}`))
+	f.Add([]byte(`{"value":{"kind":"review","value":0.5,"detail":{"why":"ok"}}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, err := decodeReport(b); err != nil && !errors.Is(err, field.ErrInvalid) {
+		if _, _, err := decodeReport(b); err != nil && !errors.Is(err, field.ErrInvalid) {
 			t.Fatalf("error %v is not a 400", err)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsonw"
 )
 
@@ -27,10 +28,17 @@ const (
 )
 
 // decodeReport validates a report body against every constraint of seed
-// 001 that needs no state; the engine checks the trace and the race.
-func decodeReport(raw []byte) (engine.ReportReward, error) {
-	var cmd engine.ReportReward
-	err := parseBody(raw, func(b *body) error {
+// 001 that needs no state; the engine checks the trace and the race. The
+// report is the body itself, or, as seed 001 documents the body
+// ("value: object", one of the shapes), the object under "value": in the
+// flat external shape "value" is a number or null, never an object, so the
+// two never clash. enveloped tells which, for the paths of errors.
+func decodeReport(raw []byte) (cmd engine.ReportReward, enveloped bool, err error) {
+	err = parseBody(raw, func(top *body) error {
+		b := top
+		if v := top.get("value"); v != nil && v.Type() == fastjson.TypeObject {
+			b, enveloped = top.object("value"), true
+		}
 		cmd.Kind = b.str("kind", false)
 		weight := 1.0
 		switch cmd.Kind {
@@ -82,8 +90,13 @@ func decodeReport(raw []byte) (engine.ReportReward, error) {
 		cmd.Detail = detail(b)
 		return nil
 	})
-	return cmd, err
+	return cmd, enveloped, err
 }
+
+// envelopeFields are the paths of the engine's report fields inside the
+// "value" envelope.
+var envelopeFields = map[string]string{"scorer": "value.scorer", "value": "value.value",
+	"trace_id": "value.trace_id", "turn_id": "value.turn_id"}
 
 // scorerOr reads scorer, or def when the field is absent. An explicit empty
 // scorer stays empty, for the engine to reject.
@@ -194,7 +207,7 @@ func detail(b *body) string {
 }
 
 func (c *call) reportReward() (result, error) {
-	cmd, err := decodeReport(c.req.Body)
+	cmd, enveloped, err := decodeReport(c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
@@ -204,7 +217,11 @@ func (c *call) reportReward() (result, error) {
 	}
 	cmd.RunID, cmd.Started = runID, c.req.Started
 	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Report, []engine.Event, error) {
-		return a.ReportReward(cmd, now, rnd)
+		rep, evs, err := a.ReportReward(cmd, now, rnd)
+		if enveloped {
+			err = field.Rename(err, envelopeFields)
+		}
+		return rep, evs, err
 	}, func(rep engine.Report) (result, error) { return created(appendReport(nil, rep)) })
 }
 

@@ -589,3 +589,44 @@ func TestSeed001KeyedRetryNeverReplacesNewerReport(t *testing.T) {
 	expect(t, items[0], 0.9, "value")
 	expect(t, items[0], str(t, newer, "updated_at"), "updated_at")
 }
+
+// TestSeed001ValueEnvelope: seed 001 documents the body as "value: object",
+// one of the shapes, so {"value": {"kind": …, …}} is a report as well as
+// the flat body (whose "value" is a number or null, never an object); an
+// error inside the envelope names its path under value.
+func TestSeed001ValueEnvelope(t *testing.T) {
+	e := newS1Env(t)
+	cases := []struct {
+		name, body string
+		want       map[string]any
+	}{
+		{"external", `{"value": {"kind": "external", "scorer": "ci.tests", "value": 0.92, "detail": {"suite": "unit"}}}`,
+			map[string]any{"kind": "external", "scorer": "ci.tests", "value": 0.92, "weight": 1.0}},
+		{"review", `{"value": {"kind": "review", "value": 1, "trace_id": "tr-1"}}`,
+			map[string]any{"kind": "review", "scorer": "review", "value": 1.0, "weight": 2.0, "turn_id": "turn-1"}},
+		{"choice", `{"value": {"kind": "choice", "shown": ["a", "b"], "chosen": "a"}, "ignored": true}`,
+			map[string]any{"kind": "choice", "scorer": "choice", "value": nil, "chosen": "a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.report(e.c.on(t), e.job, tc.body, nil)
+			if r.status != 201 {
+				t.Fatalf("status %d, want 201; body %s", r.status, r.body)
+			}
+			got := r.json(t)
+			for k, v := range tc.want {
+				expect(t, got, v, k)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, body, path string }{
+		{"decoded field", `{"value": {"kind": "review", "value": 2}}`, "value.value:"},
+		{"weight", `{"value": {"scorer": "x", "value": 1, "weight": -1}}`, "value.weight:"},
+		{"engine's scorer rule", `{"value": {"scorer": "a b", "value": 1}}`, "value.scorer:"},
+		{"engine's trace rule", `{"value": {"scorer": "x", "value": 1, "trace_id": "tr-unknown"}}`, "value.trace_id:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			apiError(t, e.report(e.c.on(t), e.job, tc.body, nil), 400, "invalid_request", tc.path)
+		})
+	}
+}
