@@ -25,6 +25,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzSignalBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzReportBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzFeedbackBody -fuzztime=30s ./transport/api/
+	$(GO) test -run='^$$' -fuzz=FuzzBodyArgs -fuzztime=30s ./transport/api/
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s ./engine/... ./persist/... ./bench/...

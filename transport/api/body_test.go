@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/plaudit/plaudit/engine/field"
 )
 
@@ -83,6 +85,48 @@ func FuzzFeedbackBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if _, err := decodeFeedback(b); err != nil && !errors.Is(err, field.ErrInvalid) {
 			t.Fatalf("error %v is not a 400", err)
+		}
+	})
+}
+
+// FuzzBodyArgs: the NATS door's reading of targets and arguments from a
+// body never panics, fails only with field errors, and keeps only string
+// and number members.
+func FuzzBodyArgs(f *testing.F) {
+	f.Add([]byte(`{"run_id": "run_1", "objective_version": 0, "succeeded": true}`))
+	f.Add([]byte(`{"objectiveId": "external_id:ticket-4521", "metadata": {}, "data": {"score": 1.0}}`))
+	f.Add([]byte(`{"variation_id": 1e999}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		args, err := BodyArgs(b)
+		if err != nil {
+			if !errors.Is(err, field.ErrInvalid) {
+				t.Fatalf("error %v is not a 400", err)
+			}
+			return
+		}
+		if len(b) == 0 {
+			if len(args) != 0 {
+				t.Fatalf("an empty body gave %v", args)
+			}
+			return
+		}
+		// What it keeps is what the body decoders read: the first member of
+		// each key, when it is a string or a number.
+		v, err := fastjson.ParseBytes(b)
+		if err != nil {
+			t.Fatalf("BodyArgs accepted what fastjson refuses: %v", err)
+		}
+		for k, got := range args {
+			m := v.Get(k)
+			switch {
+			case m == nil:
+				t.Fatalf("%q kept but not in the body", k)
+			case m.Type() == fastjson.TypeString && got != string(m.GetStringBytes()),
+				m.Type() == fastjson.TypeNumber && got != m.String():
+				t.Fatalf("%q: %q, but the body's first member is %s", k, got, m)
+			case m.Type() != fastjson.TypeString && m.Type() != fastjson.TypeNumber:
+				t.Fatalf("%q kept although its first member is %s", k, m.Type())
+			}
 		}
 	})
 }

@@ -52,7 +52,8 @@ var handlers = map[Op]handler{
 
 // BodyArgs maps a body's top-level string and number members to their text:
 // a door without paths and query strings (NATS) takes its targets and
-// arguments from the body.
+// arguments from the body. Of duplicate keys the first wins, as it does for
+// every other reading of a body.
 func BodyArgs(raw []byte) (map[string]string, error) {
 	args := map[string]string{}
 	if len(raw) == 0 {
@@ -68,7 +69,12 @@ func BodyArgs(raw []byte) (map[string]string, error) {
 	if err != nil {
 		return nil, field.Errorf("", "body must be a JSON object")
 	}
+	seen := map[string]bool{}
 	o.Visit(func(k []byte, m *fastjson.Value) {
+		if seen[string(k)] {
+			return
+		}
+		seen[string(k)] = true
 		switch m.Type() {
 		case fastjson.TypeString:
 			args[string(k)] = string(m.GetStringBytes())
