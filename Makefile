@@ -22,6 +22,8 @@ vet:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/objective/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeEvent -fuzztime=30s ./engine/
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/judge/
+	$(GO) test -run='^$$' -fuzz=FuzzInstructsJudge -fuzztime=30s ./engine/judge/
 	$(GO) test -run='^$$' -fuzz=FuzzSignalBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzReportBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzFeedbackBody -fuzztime=30s ./transport/api/
