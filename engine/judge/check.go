@@ -100,53 +100,53 @@ func FirstNumber(s string) (x float64, ok bool) {
 // number_close, either on a judge) is rejected rather than ignored: it is
 // almost surely a mistake in the rubric.
 func (dec *decoder) check(v *fastjson.Value, path string) Check {
-	o := dec.object(v, path)
+	o := dec.Object(v, path)
 	if o == nil {
 		return Check{}
 	}
-	typ, judge := member(o, "type"), member(o, "judge")
-	value, tol := member(o, "value"), member(o, "tolerance")
+	typ, judge := field.Member(o, "type"), field.Member(o, "judge")
+	value, tol := field.Member(o, "value"), field.Member(o, "tolerance")
 	vp, tp := field.Join(path, "value"), field.Join(path, "tolerance")
 	var c Check
 	switch {
 	case typ != nil && judge != nil:
-		dec.fail(field.Join(path, "judge"), "must not be given with type")
+		dec.Fail(field.Join(path, "judge"), "must not be given with type")
 		return c
 	case judge != nil:
 		p := field.Join(path, "judge")
-		if c.Judge = dec.str(judge, p); dec.err == nil && !validName(c.Judge, 64, false) {
-			dec.fail(p, "must be 1 to 64 of a-z A-Z 0-9 _ -")
+		if c.Judge = dec.str(judge, p); dec.Err == nil && !validName(c.Judge, 64, false) {
+			dec.Fail(p, "must be 1 to 64 of a-z A-Z 0-9 _ -")
 		}
 		if value != nil {
-			dec.fail(vp, "does not apply to a model judge")
+			dec.Fail(vp, "does not apply to a model judge")
 		}
 		if tol != nil {
-			dec.fail(tp, "does not apply to a model judge")
+			dec.Fail(tp, "does not apply to a model judge")
 		}
 		return c
 	case typ == nil:
-		dec.fail(field.Join(path, "type"), "is required unless judge is given")
+		dec.Fail(field.Join(path, "type"), "is required unless judge is given")
 		return c
 	}
-	c.Type = CheckType(dec.enum(typ, field.Join(path, "type"), checkTypes...))
-	if tol != nil && c.Type != NumberClose && dec.err == nil {
-		dec.fail(tp, "applies only to number_close")
+	c.Type = CheckType(dec.Enum(typ, field.Join(path, "type"), checkTypes...))
+	if tol != nil && c.Type != NumberClose && dec.Err == nil {
+		dec.Fail(tp, "applies only to number_close")
 	}
 	switch c.Type {
 	case Contains, NotContains, Equals:
 		c.Text = dec.str(value, vp)
 	case Regex:
 		c.Text = dec.str(value, vp)
-		if dec.err == nil {
+		if dec.Err == nil {
 			re, err := regexp.Compile(c.Text)
 			if err != nil {
-				dec.fail(vp, "must be a valid regular expression: %v", err)
+				dec.Fail(vp, "must be a valid regular expression: %v", err)
 			}
 			c.re = re
 		}
 	case JSONValid:
 		if value != nil {
-			dec.fail(vp, "does not apply to json_valid")
+			dec.Fail(vp, "does not apply to json_valid")
 		}
 	case MaxChars:
 		c.MaxChars = dec.integer(value, vp, 0)
@@ -154,21 +154,9 @@ func (dec *decoder) check(v *fastjson.Value, path string) Check {
 		c.Value = dec.number(value, vp)
 		if tol != nil {
 			if c.Tolerance = dec.number(tol, tp); c.Tolerance < 0 {
-				dec.fail(tp, "must not be negative")
+				dec.Fail(tp, "must not be negative")
 			}
 		}
 	}
 	return c
-}
-
-// enum decodes a string that must be one of words.
-func (dec *decoder) enum(v *fastjson.Value, path string, words ...string) string {
-	s := v.GetStringBytes() // nil unless v is a string
-	for _, w := range words {
-		if string(s) == w {
-			return w
-		}
-	}
-	dec.fail(path, "must be one of %s", strings.Join(words, ", "))
-	return ""
 }

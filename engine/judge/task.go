@@ -70,31 +70,31 @@ func Parse(body []byte, path string) (Task, error) {
 // A nil v is "is required".
 func ParseValue(v *fastjson.Value, path string) (Task, error) {
 	var dec decoder
-	o := dec.object(v, path)
-	t := Task{ID: dec.taskID(member(o, "id"), field.Join(path, "id"))}
-	if x := member(o, "prompt"); x != nil {
+	o := dec.Object(v, path)
+	t := Task{ID: dec.taskID(field.Member(o, "id"), field.Join(path, "id"))}
+	if x := field.Member(o, "prompt"); x != nil {
 		t.Prompt = dec.str(x, field.Join(path, "prompt"))
 	}
 	rp := field.Join(path, "rubric")
-	ro := dec.object(member(o, "rubric"), rp)
+	ro := dec.Object(field.Member(o, "rubric"), rp)
 	cp := field.Join(rp, "criteria")
-	criteria := dec.array(member(ro, "criteria"), cp)
+	criteria := dec.Array(field.Member(ro, "criteria"), cp)
 	switch {
-	case dec.err == nil && len(criteria) == 0:
-		dec.fail(cp, "must not be empty")
+	case dec.Err == nil && len(criteria) == 0:
+		dec.Fail(cp, "must not be empty")
 	case len(criteria) > MaxCriteria:
-		dec.fail(cp, "must have at most %d criteria", MaxCriteria)
+		dec.Fail(cp, "must have at most %d criteria", MaxCriteria)
 		criteria = nil
 	}
 	seen := make(map[string]int, len(criteria)) // criterion id → index
 	for i, c := range criteria {
 		t.Criteria = append(t.Criteria, dec.criterion(c, cp, i, seen))
 	}
-	if x := member(o, "soft_cap_chars"); x != nil {
+	if x := field.Member(o, "soft_cap_chars"); x != nil {
 		t.SoftCapChars = dec.integer(x, field.Join(path, "soft_cap_chars"), 1)
 	}
-	if dec.err != nil {
-		return Task{}, dec.err
+	if dec.Err != nil {
+		return Task{}, dec.Err
 	}
 	return t, nil
 }
@@ -102,134 +102,66 @@ func ParseValue(v *fastjson.Value, path string) (Task, error) {
 // criterion decodes criteria[i]; seen maps the ids before it to their index.
 func (dec *decoder) criterion(v *fastjson.Value, criteria string, i int, seen map[string]int) Criterion {
 	path := field.Index(criteria, i)
-	o := dec.object(v, path)
-	c := Criterion{ID: dec.criterionID(member(o, "id"), field.Join(path, "id")), Weight: 1}
+	o := dec.Object(v, path)
+	c := Criterion{ID: dec.criterionID(field.Member(o, "id"), field.Join(path, "id")), Weight: 1}
 	if j, dup := seen[c.ID]; dup && c.ID != "" {
-		dec.fail(field.Join(path, "id"), "duplicates %s.id", field.Index(criteria, j))
+		dec.Fail(field.Join(path, "id"), "duplicates %s.id", field.Index(criteria, j))
 	} else {
 		seen[c.ID] = i
 	}
-	if x := member(o, "must"); x != nil {
-		c.Must = dec.boolean(x, field.Join(path, "must"))
+	if x := field.Member(o, "must"); x != nil {
+		c.Must = dec.Boolean(x, field.Join(path, "must"))
 	}
-	if x := member(o, "weight"); x != nil {
+	if x := field.Member(o, "weight"); x != nil {
 		p := field.Join(path, "weight")
 		if c.Weight = dec.number(x, p); c.Weight <= 0 {
-			dec.fail(p, "must be positive")
+			dec.Fail(p, "must be positive")
 		}
 	}
-	c.Check = dec.check(member(o, "check"), field.Join(path, "check"))
+	c.Check = dec.check(field.Member(o, "check"), field.Join(path, "check"))
 	return c
 }
 
-// decoder keeps the first validation error, like objective's: decoding goes
-// on after a failure, but only the first error is kept and ParseValue
-// discards the partial Task.
-type decoder struct{ err error }
-
-func (dec *decoder) fail(path, format string, args ...any) {
-	if dec.err == nil {
-		dec.err = field.Errorf(path, format, args...)
-	}
-}
-
-// member returns o's key, or nil when o is nil or the member is absent or null.
-func member(o *fastjson.Object, key string) *fastjson.Value {
-	if o == nil {
-		return nil
-	}
-	v := o.Get(key)
-	if v != nil && v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	return v
-}
-
-func (dec *decoder) object(v *fastjson.Value, path string) *fastjson.Object {
-	if v == nil {
-		dec.fail(path, "is required")
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
-		dec.fail(path, "must be an object")
-	}
-	return o
-}
-
-func (dec *decoder) array(v *fastjson.Value, path string) []*fastjson.Value {
-	if v == nil {
-		dec.fail(path, "is required")
-		return nil
-	}
-	a, err := v.Array()
-	if err != nil {
-		dec.fail(path, "must be an array")
-	}
-	if dec.err != nil {
-		return nil
-	}
-	return a
-}
+// decoder is field.Decoder with the fields of a task.
+type decoder struct{ field.Decoder }
 
 // number decodes a required finite number; -0 becomes 0, so that the
 // canonical form (and the version) does not tell them apart.
 func (dec *decoder) number(v *fastjson.Value, path string) float64 {
-	if v == nil {
-		dec.fail(path, "is required")
-		return 0
-	}
-	if v.Type() != fastjson.TypeNumber {
-		dec.fail(path, "must be a number")
-		return 0
-	}
-	f, err := v.Float64()
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		dec.fail(path, "must be a finite number")
-		return 0
-	}
-	return f + 0 // -0 + 0 = +0
+	return dec.Number(v, path) + 0 // -0 + 0 = +0
 }
 
 // integer decodes a required number with an integral value from min to
 // 2^53; 1e3 and 1000.0 are 1000.
 func (dec *decoder) integer(v *fastjson.Value, path string, min int) int {
 	f := dec.number(v, path)
-	if dec.err != nil {
+	if dec.Err != nil {
 		return 0
 	}
 	if f != math.Trunc(f) || f < float64(min) || f > maxInt {
 		if min == 0 {
-			dec.fail(path, "must be a non-negative integer (at most 2^53)")
+			dec.Fail(path, "must be a non-negative integer (at most 2^53)")
 		} else {
-			dec.fail(path, "must be a positive integer (at most 2^53)")
+			dec.Fail(path, "must be a positive integer (at most 2^53)")
 		}
 		return 0
 	}
 	return int(f)
 }
 
-func (dec *decoder) boolean(v *fastjson.Value, path string) bool {
-	b, err := v.Bool()
-	if err != nil {
-		dec.fail(path, "must be a boolean")
-	}
-	return b
-}
-
 // str decodes a required string of valid UTF-8.
 func (dec *decoder) str(v *fastjson.Value, path string) string {
 	if v == nil {
-		dec.fail(path, "is required")
+		dec.Fail(path, "is required")
 		return ""
 	}
 	s, err := v.StringBytes()
 	if err != nil {
-		dec.fail(path, "must be a string")
+		dec.Fail(path, "must be a string")
 		return ""
 	}
 	if !utf8.Valid(s) {
-		dec.fail(path, "must be valid UTF-8")
+		dec.Fail(path, "must be valid UTF-8")
 		return ""
 	}
 	return string(s)
@@ -238,16 +170,16 @@ func (dec *decoder) str(v *fastjson.Value, path string) string {
 // taskID decodes 1 to 200 characters with no control characters.
 func (dec *decoder) taskID(v *fastjson.Value, path string) string {
 	s := dec.str(v, path)
-	if dec.err != nil {
+	if dec.Err != nil {
 		return ""
 	}
 	if n := utf8.RuneCountInString(s); n == 0 || n > MaxTaskIDChars {
-		dec.fail(path, "must be 1 to %d characters", MaxTaskIDChars)
+		dec.Fail(path, "must be 1 to %d characters", MaxTaskIDChars)
 		return ""
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			dec.fail(path, "must not contain control characters")
+			dec.Fail(path, "must not contain control characters")
 			return ""
 		}
 	}
@@ -257,11 +189,11 @@ func (dec *decoder) taskID(v *fastjson.Value, path string) string {
 // criterionID decodes 1 to 100 of [a-zA-Z0-9_.-].
 func (dec *decoder) criterionID(v *fastjson.Value, path string) string {
 	s := dec.str(v, path)
-	if dec.err != nil {
+	if dec.Err != nil {
 		return ""
 	}
 	if !validName(s, 100, true) {
-		dec.fail(path, "must be 1 to 100 of a-z A-Z 0-9 _ . -")
+		dec.Fail(path, "must be 1 to 100 of a-z A-Z 0-9 _ . -")
 		return ""
 	}
 	return s

@@ -1,9 +1,6 @@
 package objective
 
 import (
-	"math"
-	"strings"
-
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/valyala/fastjson"
 )
@@ -36,151 +33,86 @@ func Parse(data []byte, path string) (Definition, error) {
 // body, e.g. the "definition" member of a PUT. A nil v is "is required".
 func ParseValue(v *fastjson.Value, path string) (Definition, error) {
 	var dec decoder
-	o := dec.object(v, path)
+	o := dec.Object(v, path)
 	d := Definition{HorizonS: defaultHorizonS, Bounds: [2]float64{0, 1}}
-	if x := member(o, "horizon_s"); x != nil {
+	if x := field.Member(o, "horizon_s"); x != nil {
 		p := field.Join(path, "horizon_s")
-		if d.HorizonS = dec.number(x, p); d.HorizonS <= 0 {
-			dec.fail(p, "must be positive")
+		if d.HorizonS = dec.Number(x, p); d.HorizonS <= 0 {
+			dec.Fail(p, "must be positive")
 		}
 	}
-	if x := member(o, "default"); x != nil {
+	if x := field.Member(o, "default"); x != nil {
 		d.Default = dec.numberOr(x, field.Join(path, "default"), "exclude")
 	}
-	if x := member(o, "guards"); x != nil {
+	if x := field.Member(o, "guards"); x != nil {
 		p := field.Join(path, "guards")
-		for i, g := range dec.array(x, p) {
+		for i, g := range dec.Array(x, p) {
 			d.Guards = append(d.Guards, dec.guard(g, field.Index(p, i)))
 		}
 	}
 	p := field.Join(path, "terms")
-	terms := dec.array(member(o, "terms"), p)
+	terms := dec.Array(field.Member(o, "terms"), p)
 	if len(terms) == 0 {
-		dec.fail(p, "must not be empty")
+		dec.Fail(p, "must not be empty")
 	}
 	for i, t := range terms {
 		d.Terms = append(d.Terms, dec.term(t, field.Index(p, i)))
 	}
-	if x := member(o, "bounds"); x != nil {
+	if x := field.Member(o, "bounds"); x != nil {
 		d.Bounds = dec.pair(x, field.Join(path, "bounds"))
 	}
 	if d.Default != nil && (*d.Default < d.Bounds[0] || *d.Default > d.Bounds[1]) {
-		dec.fail(field.Join(path, "default"), "must be within bounds [%v, %v]", d.Bounds[0], d.Bounds[1])
+		dec.Fail(field.Join(path, "default"), "must be within bounds [%v, %v]", d.Bounds[0], d.Bounds[1])
 	}
-	if dec.err != nil {
-		return Definition{}, dec.err
+	if dec.Err != nil {
+		return Definition{}, dec.Err
 	}
 	return d, nil
 }
 
 func (dec *decoder) guard(v *fastjson.Value, path string) Guard {
-	o := dec.object(v, path)
+	o := dec.Object(v, path)
 	return Guard{
-		Signal: dec.signal(member(o, "signal"), field.Join(path, "signal")),
-		Op:     Op(dec.enum(member(o, "op"), field.Join(path, "op"), "lt", "le", "gt", "ge", "eq", "ne")),
-		Value:  dec.number(member(o, "value"), field.Join(path, "value")),
+		Signal: dec.signal(field.Member(o, "signal"), field.Join(path, "signal")),
+		Op:     Op(dec.Enum(field.Member(o, "op"), field.Join(path, "op"), "lt", "le", "gt", "ge", "eq", "ne")),
+		Value:  dec.Number(field.Member(o, "value"), field.Join(path, "value")),
 	}
 }
 
 func (dec *decoder) term(v *fastjson.Value, path string) Term {
-	o := dec.object(v, path)
+	o := dec.Object(v, path)
 	t := Term{
-		Signal:   dec.signal(member(o, "signal"), field.Join(path, "signal")),
-		Weight:   dec.number(member(o, "weight"), field.Join(path, "weight")),
+		Signal:   dec.signal(field.Member(o, "signal"), field.Join(path, "signal")),
+		Weight:   dec.Number(field.Member(o, "weight"), field.Join(path, "weight")),
 		Agg:      AggLast,
 		Evidence: true,
 	}
-	if x := member(o, "agg"); x != nil {
-		t.Agg = Agg(dec.enum(x, field.Join(path, "agg"), "last", "first", "sum", "max", "min", "mean", "count"))
+	if x := field.Member(o, "agg"); x != nil {
+		t.Agg = Agg(dec.Enum(x, field.Join(path, "agg"), "last", "first", "sum", "max", "min", "mean", "count"))
 	}
-	if x := member(o, "scale"); x != nil {
+	if x := field.Member(o, "scale"); x != nil {
 		s := dec.pair(x, field.Join(path, "scale"))
 		t.Scale = &s
 	}
-	if x := member(o, "within_s"); x != nil {
+	if x := field.Member(o, "within_s"); x != nil {
 		p := field.Join(path, "within_s")
-		w := dec.number(x, p)
+		w := dec.Number(x, p)
 		if w < 0 {
-			dec.fail(p, "must not be negative")
+			dec.Fail(p, "must not be negative")
 		}
 		t.WithinS = &w
 	}
-	if x := member(o, "missing"); x != nil {
+	if x := field.Member(o, "missing"); x != nil {
 		t.Missing = dec.numberOr(x, field.Join(path, "missing"), "skip")
 	}
-	if x := member(o, "evidence"); x != nil {
-		t.Evidence = dec.boolean(x, field.Join(path, "evidence"))
+	if x := field.Member(o, "evidence"); x != nil {
+		t.Evidence = dec.Boolean(x, field.Join(path, "evidence"))
 	}
 	return t
 }
 
-// decoder keeps the first validation error, like bufio.Scanner, so that
-// ParseValue reads as a list of fields rather than a ladder of checks.
-// Decoding goes on after a failure, but only the first error is kept and
-// ParseValue discards the partial Definition.
-type decoder struct{ err error }
-
-func (dec *decoder) fail(path, format string, args ...any) {
-	if dec.err == nil {
-		dec.err = field.Errorf(path, format, args...)
-	}
-}
-
-// member returns o's key, or nil when o is nil or the member is absent or null.
-func member(o *fastjson.Object, key string) *fastjson.Value {
-	if o == nil {
-		return nil
-	}
-	v := o.Get(key)
-	if v != nil && v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	return v
-}
-
-func (dec *decoder) object(v *fastjson.Value, path string) *fastjson.Object {
-	if v == nil {
-		dec.fail(path, "is required")
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
-		dec.fail(path, "must be an object")
-	}
-	return o
-}
-
-func (dec *decoder) array(v *fastjson.Value, path string) []*fastjson.Value {
-	if v == nil {
-		dec.fail(path, "is required")
-		return nil
-	}
-	a, err := v.Array()
-	if err != nil {
-		dec.fail(path, "must be an array")
-	}
-	if dec.err != nil {
-		return nil
-	}
-	return a
-}
-
-func (dec *decoder) number(v *fastjson.Value, path string) float64 {
-	if v == nil {
-		dec.fail(path, "is required")
-		return 0
-	}
-	if v.Type() != fastjson.TypeNumber {
-		dec.fail(path, "must be a number")
-		return 0
-	}
-	f, err := v.Float64()
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		dec.fail(path, "must be a finite number")
-		return 0
-	}
-	return f
-}
+// decoder is field.Decoder with the fields of a definition.
+type decoder struct{ field.Decoder }
 
 // numberOr decodes a member that is either the string word or a number;
 // word gives nil.
@@ -189,10 +121,10 @@ func (dec *decoder) numberOr(v *fastjson.Value, path, word string) *float64 {
 		return nil
 	}
 	if v.Type() != fastjson.TypeNumber {
-		dec.fail(path, "must be %q or a number", word)
+		dec.Fail(path, "must be %q or a number", word)
 		return nil
 	}
-	f := dec.number(v, path)
+	f := dec.Number(v, path)
 	return &f
 }
 
@@ -200,53 +132,29 @@ func (dec *decoder) numberOr(v *fastjson.Value, path, word string) *float64 {
 func (dec *decoder) pair(v *fastjson.Value, path string) [2]float64 {
 	a, err := v.Array()
 	if err != nil || len(a) != 2 {
-		dec.fail(path, "must be an array of two numbers")
+		dec.Fail(path, "must be an array of two numbers")
 		return [2]float64{}
 	}
-	p := [2]float64{dec.number(a[0], field.Index(path, 0)), dec.number(a[1], field.Index(path, 1))}
+	p := [2]float64{dec.Number(a[0], field.Index(path, 0)), dec.Number(a[1], field.Index(path, 1))}
 	if !(p[0] < p[1]) {
-		dec.fail(path, "lo must be below hi")
+		dec.Fail(path, "lo must be below hi")
 	}
 	return p
-}
-
-func (dec *decoder) boolean(v *fastjson.Value, path string) bool {
-	b, err := v.Bool()
-	if err != nil {
-		dec.fail(path, "must be a boolean")
-	}
-	return b
-}
-
-// enum decodes a string that must be one of words.
-func (dec *decoder) enum(v *fastjson.Value, path string, words ...string) string {
-	if v == nil {
-		dec.fail(path, "is required")
-		return ""
-	}
-	s := v.GetStringBytes() // nil unless v is a string
-	for _, w := range words {
-		if string(s) == w {
-			return w
-		}
-	}
-	dec.fail(path, "must be one of %s", strings.Join(words, ", "))
-	return ""
 }
 
 // signal decodes a signal kind: 1 to 100 of [a-zA-Z0-9_.-].
 func (dec *decoder) signal(v *fastjson.Value, path string) string {
 	if v == nil {
-		dec.fail(path, "is required")
+		dec.Fail(path, "is required")
 		return ""
 	}
 	s, err := v.StringBytes()
 	if err != nil {
-		dec.fail(path, "must be a string")
+		dec.Fail(path, "must be a string")
 		return ""
 	}
 	if !validKind(s) {
-		dec.fail(path, "must be 1 to 100 of a-z A-Z 0-9 _ . -")
+		dec.Fail(path, "must be 1 to 100 of a-z A-Z 0-9 _ . -")
 		return ""
 	}
 	return string(s)
