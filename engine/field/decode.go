@@ -105,3 +105,26 @@ func (d *Decoder) Enum(v *fastjson.Value, path string, words ...string) string {
 	d.Fail(path, "must be one of %s", strings.Join(words, ", "))
 	return ""
 }
+
+// parsers are reused across calls; a fastjson.Parser is not safe for
+// concurrent use, so each call takes its own from the pool.
+var parsers fastjson.ParserPool
+
+// ParseJSON parses data and decodes it with decode. Malformed JSON is an
+// *Error with an empty path. The parser runs first because it bounds
+// nesting depth; the validator then rejects what the lenient parser lets
+// through (NaN, control characters in strings, malformed numbers in
+// ignored members).
+func ParseJSON[T any](data []byte, decode func(v *fastjson.Value) (T, error)) (T, error) {
+	p := parsers.Get()
+	defer parsers.Put(p)
+	v, err := p.ParseBytes(data)
+	if err == nil {
+		err = fastjson.ValidateBytes(data)
+	}
+	if err != nil {
+		var zero T
+		return zero, Errorf("", "malformed JSON: %v", err)
+	}
+	return decode(v)
+}

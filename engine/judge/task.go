@@ -38,10 +38,6 @@ type Criterion struct {
 	Check  Check
 }
 
-// parsers are reused across calls; a fastjson.Parser is not safe for
-// concurrent use, so each call takes its own from the pool.
-var parsers fastjson.ParserPool
-
 // Parse decodes and validates a task body
 //
 //	{id, prompt?, rubric: {criteria: [{id, must?, weight?, check}]}, soft_cap_chars?}
@@ -52,18 +48,7 @@ var parsers fastjson.ParserPool
 // wins. Strings must be valid UTF-8. Defaults: must false, weight 1,
 // tolerance 0, no prompt, no soft cap.
 func Parse(body []byte, path string) (Task, error) {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	// As in objective.Parse: the parser bounds nesting depth, the validator
-	// then rejects what the lenient parser lets through.
-	v, err := p.ParseBytes(body)
-	if err == nil {
-		err = fastjson.ValidateBytes(body)
-	}
-	if err != nil {
-		return Task{}, field.Errorf("", "malformed JSON: %v", err)
-	}
-	return ParseValue(v, path)
+	return field.ParseJSON(body, func(v *fastjson.Value) (Task, error) { return ParseValue(v, path) })
 }
 
 // ParseValue is Parse for a task already parsed as part of a larger body.

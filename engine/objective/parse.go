@@ -5,28 +5,12 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// parsers are reused across calls; a fastjson.Parser is not safe for
-// concurrent use, so each call takes its own from the pool.
-var parsers fastjson.ParserPool
-
 // Parse decodes and validates a JSON definition. path prefixes the field
 // paths in errors (the HTTP door passes "definition"), and every error is a
 // *field.Error; malformed JSON is one with an empty path. Unknown fields are
 // ignored, a null member counts as absent, and of duplicate keys the first wins.
 func Parse(data []byte, path string) (Definition, error) {
-	p := parsers.Get()
-	defer parsers.Put(p)
-	// The parser runs first because it bounds nesting depth; the validator
-	// then rejects what the lenient parser lets through (NaN, control
-	// characters in strings, malformed numbers in ignored members).
-	v, err := p.ParseBytes(data)
-	if err == nil {
-		err = fastjson.ValidateBytes(data)
-	}
-	if err != nil {
-		return Definition{}, field.Errorf("", "malformed JSON: %v", err)
-	}
-	return ParseValue(v, path)
+	return field.ParseJSON(data, func(v *fastjson.Value) (Definition, error) { return ParseValue(v, path) })
 }
 
 // ParseValue is Parse for a definition already parsed as part of a larger
