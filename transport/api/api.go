@@ -63,6 +63,13 @@ const (
 	ListObjectiveFeedback Op = "list_objective_feedback"
 	ListAgentFeedback     Op = "list_agent_feedback"
 	GetAgentVariation     Op = "get_agent_variation"
+
+	// Seed 003: tasks and judge versions (judged rewards are to come).
+	CreateTask        Op = "create_task"
+	GetTask           Op = "get_task"
+	GetTaskVersion    Op = "get_task_version"
+	PutJudgeVersion   Op = "put_judge_version"
+	ListJudgeVersions Op = "list_judge_versions"
 )
 
 // Target names what an operation acts on: the path parameters of HTTP, the
@@ -72,8 +79,9 @@ type Target struct {
 	Agent     string
 	Run       string // a run, a seed-001 job or a seed-004 objective
 	Variation string
-	Version   string // an agent release label, or an objective version number
+	Version   string // an agent release label, an objective version number, a task or judge version
 	Key       string // an API key id
+	Task      string // a seed-003 task id (it may hold '/')
 }
 
 // ErrorShape is the error body a request is answered with.
@@ -116,7 +124,7 @@ func (r *Request) arg(name string) string {
 // another door's error body).
 func (r *Request) scope() string {
 	t := r.Target
-	return strings.Join([]string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key,
+	return strings.Join([]string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key, t.Task,
 		strconv.Itoa(int(r.Errors))}, "\x00")
 }
 

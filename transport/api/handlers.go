@@ -48,6 +48,12 @@ var handlers = map[Op]handler{
 	ListObjectiveFeedback: {fn: (*call).listObjectiveFeedback},
 	ListAgentFeedback:     {fn: (*call).listAgentFeedback},
 	GetAgentVariation:     {fn: (*call).getAgentVariation},
+
+	CreateTask:        {fn: (*call).createTask, write: true},
+	GetTask:           {fn: (*call).getTask},
+	GetTaskVersion:    {fn: (*call).getTaskVersion},
+	PutJudgeVersion:   {fn: (*call).putJudgeVersion, write: true},
+	ListJudgeVersions: {fn: (*call).listJudgeVersions},
 }
 
 // BodyArgs maps a body's top-level string and number members to their text:

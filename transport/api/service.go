@@ -13,6 +13,7 @@ import (
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/transport/idempotency"
+	"github.com/plaudit/plaudit/transport/judging"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
@@ -32,6 +33,7 @@ type Service struct {
 	reg     *actors.Registry
 	tenancy *tenancy.Tenancy
 	idem    *idempotency.Keeper
+	judging *judging.Judging
 	ready   atomic.Bool
 	stop    chan struct{}
 
@@ -41,7 +43,8 @@ type Service struct {
 }
 
 // New returns the service over the agent actors and the tenancy, keeping
-// Idempotency-Key records in store; it sweeps expired records until Close.
+// Idempotency-Key records and seed 003's tasks and judge versions in store;
+// it sweeps expired Idempotency-Key records until Close.
 func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempotency.Store) (*Service, error) {
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = 24 * time.Hour
@@ -61,7 +64,7 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	}
 	var p [4]byte
 	_, _ = rand.Read(p[:])
-	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, stop: make(chan struct{}),
+	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
 		reqPrefix: "req_" + hex.EncodeToString(p[:])}
 	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })
 	return s, nil

@@ -2,6 +2,7 @@ package httpdoor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/plaudit/plaudit/transport/api"
@@ -9,7 +10,10 @@ import (
 
 // route binds a method and a path pattern to an operation. Pattern segments
 // in braces bind to the request's target: {ws} to the workspace, the others
-// to the api.Target field of that name.
+// to the api.Target field of that name. {task*} takes one or more segments
+// (a seed-003 task id may hold '/', as "aicme/example-001" does): the
+// segments the rest of the pattern leaves. Routes are tried in order, so a
+// longer pattern comes before the one whose {task*} would swallow it.
 type route struct {
 	method, pattern string
 	op              api.Op
@@ -43,6 +47,12 @@ var routes = []route{
 
 	{"POST", "/v1/jobs/{run}/rewards", api.ReportReward},
 	{"GET", "/v1/jobs/{run}/rewards", api.ListEvidence},
+
+	{"POST", "/v1/tasks", api.CreateTask},
+	{"GET", "/v1/tasks/{task*}/versions/{version}", api.GetTaskVersion},
+	{"GET", "/v1/tasks/{task*}", api.GetTask},
+	{"GET", "/v1/judge-versions", api.ListJudgeVersions},
+	{"PUT", "/v1/judge-versions/{version}", api.PutJudgeVersion},
 
 	{"POST", "/v1/workspaces/{ws}/objectives", api.CreateObjective},
 	{"GET", "/v1/workspaces/{ws}/objectives/{run}", api.GetObjectiveRun},
@@ -90,6 +100,13 @@ func errorShape(path string) api.ErrorShape {
 // match binds the segments of a path to a pattern's placeholders.
 func match(pattern string, seg []string, t *api.Target) (ws string, ok bool) {
 	pat := splitPath(pattern)
+	if g := slices.Index(pat, "{task*}"); g >= 0 && len(seg) >= len(pat) {
+		// The greedy segment takes what the segments around it leave.
+		n := len(seg) - len(pat) + 1
+		t.Task = strings.Join(seg[g:g+n], "/")
+		seg = slices.Concat(seg[:g], []string{"-"}, seg[g+n:])
+		pat = slices.Concat(pat[:g], []string{"-"}, pat[g+1:])
+	}
 	if len(pat) != len(seg) {
 		return "", false
 	}
