@@ -48,6 +48,7 @@ type Config struct {
 	Version string // reported by the NATS service's $SRV.INFO
 
 	IdempotencyTTL time.Duration // how long Idempotency-Key records are kept (24h)
+	JudgeDeadline  time.Duration // how long a judged reward's model judges are asked before it fails (30s)
 }
 
 // Server is a running Plaudit.
@@ -104,12 +105,15 @@ func (s *Server) start() (err error) {
 	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
 		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect})
-	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger},
-		s.registry, s.tenancy, s.store)
-	if err != nil {
+	// NATS comes first: the service resumes pending judged rewards, whose
+	// judges it asks over NATS, as soon as it is ready.
+	if err = s.startNATS(); err != nil {
 		return err
 	}
-	if err = s.startNATS(); err != nil {
+	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
+		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline},
+		s.registry, s.tenancy, s.store)
+	if err != nil {
 		return err
 	}
 	doorCfg := natsdoor.Config{MaxBody: cfg.MaxBody, Version: cfg.Version, Logger: cfg.Logger}
@@ -182,6 +186,29 @@ func (s *Server) startNATS() error {
 	}
 	s.nc = nc
 	return nil
+}
+
+// judgeSender sends judge requests over Plaudit's own connection: on the
+// embedded server to one serving connection of the workspace (see
+// natsdoor.Embedded.JudgeRequest), on an external NATS as a plain request
+// on plaudit.judge.<ws>.<subject>, which the operator's accounts route.
+func (s *Server) judgeSender() func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+	nc, embedded := s.nc, s.embedded
+	return func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+		var (
+			msg *nats.Msg
+			err error
+		)
+		if embedded != nil {
+			msg, err = embedded.JudgeRequest(nc, ws, subject, data, timeout)
+		} else {
+			msg, err = nc.Request("plaudit.judge."+ws+"."+subject, data, timeout)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return msg.Data, nil
+	}
 }
 
 // redact hides credentials in a NATS URL for error messages.

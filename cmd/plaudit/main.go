@@ -68,6 +68,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "passivate an agent actor idle this long")
 	fs.IntVar(&cfg.MailboxLimit, "mailbox-limit", 1024, "requests in flight per agent before 503")
 	fs.DurationVar(&cfg.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "keep Idempotency-Key records this long")
+	fs.DurationVar(&cfg.JudgeDeadline, "judge-deadline", 30*time.Second, "ask a judged reward's model judges this long before it fails")
 	fs.BoolVar(&cfg.DurableSelect, "durable-select", false, "answer run creation only after its fsync, like every other write")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {

@@ -44,6 +44,10 @@ func (t Task) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// AppendJSON appends c's canonical JSON {"id", "must", "weight", "check"},
+// as it appears in its task's (AppendJSON).
+func (c Criterion) AppendJSON(dst []byte) []byte { return c.appendJSON(dst) }
+
 func (c Criterion) appendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	dst = jsonw.Key(dst, "id")

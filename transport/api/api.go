@@ -64,12 +64,15 @@ const (
 	ListAgentFeedback     Op = "list_agent_feedback"
 	GetAgentVariation     Op = "get_agent_variation"
 
-	// Seed 003: tasks and judge versions (judged rewards are to come).
-	CreateTask        Op = "create_task"
-	GetTask           Op = "get_task"
-	GetTaskVersion    Op = "get_task_version"
-	PutJudgeVersion   Op = "put_judge_version"
-	ListJudgeVersions Op = "list_judge_versions"
+	// Seed 003: tasks, judge versions and judged rewards (GetReward above
+	// is seed 000's reward of a run).
+	CreateTask         Op = "create_task"
+	GetTask            Op = "get_task"
+	GetTaskVersion     Op = "get_task_version"
+	PutJudgeVersion    Op = "put_judge_version"
+	ListJudgeVersions  Op = "list_judge_versions"
+	CreateJudgedReward Op = "create_judged_reward"
+	GetJudgedReward    Op = "get_judged_reward"
 )
 
 // Target names what an operation acts on: the path parameters of HTTP, the
@@ -82,6 +85,7 @@ type Target struct {
 	Version   string // an agent release label, an objective version number, a task or judge version
 	Key       string // an API key id
 	Task      string // a seed-003 task id (it may hold '/')
+	Reward    string // a seed-003 judged reward id
 }
 
 // ErrorShape is the error body a request is answered with.
@@ -107,9 +111,12 @@ type Request struct {
 	Query func(name string) string
 	// IdempotencyKey is the Idempotency-Key header; nil when absent.
 	IdempotencyKey []byte
-	Started        uint64 // start order, stamped at admission (Service.Stamp)
-	RequestID      string
-	Errors         ErrorShape
+	// Prefer is the Prefer header ("" when absent): "wait=N" holds a
+	// judged reward's answer until it is final or N seconds pass.
+	Prefer    string
+	Started   uint64 // start order, stamped at admission (Service.Stamp)
+	RequestID string
+	Errors    ErrorShape
 }
 
 func (r *Request) arg(name string) string {
@@ -124,8 +131,12 @@ func (r *Request) arg(name string) string {
 // another door's error body).
 func (r *Request) scope() string {
 	t := r.Target
-	return strings.Join([]string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key, t.Task,
-		strconv.Itoa(int(r.Errors))}, "\x00")
+	parts := []string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key, t.Task,
+		strconv.Itoa(int(r.Errors))}
+	if t.Reward != "" { // appended only when set, so older records keep their scope
+		parts = append(parts, t.Reward)
+	}
+	return strings.Join(parts, "\x00")
 }
 
 // Response is what the door writes back.

@@ -54,6 +54,9 @@ var handlers = map[Op]handler{
 	GetTaskVersion:    {fn: (*call).getTaskVersion},
 	PutJudgeVersion:   {fn: (*call).putJudgeVersion, write: true},
 	ListJudgeVersions: {fn: (*call).listJudgeVersions},
+
+	CreateJudgedReward: {fn: (*call).createJudgedReward, write: true},
+	GetJudgedReward:    {fn: (*call).getJudgedReward},
 }
 
 // BodyArgs maps a body's top-level string and number members to their text:

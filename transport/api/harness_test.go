@@ -24,6 +24,7 @@ import (
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/httpdoor"
+	"github.com/plaudit/plaudit/transport/judging"
 	"github.com/plaudit/plaudit/transport/tenancy"
 
 	"github.com/plaudit/plaudit/internal/jsontest"
@@ -65,6 +66,8 @@ type config struct {
 	SnapshotInterval time.Duration
 	IdleTimeout      time.Duration
 	IdempotencyTTL   time.Duration
+	Judge            judging.JudgeFunc // seed 003's model judges; nil fails every judge request
+	JudgeDeadline    time.Duration
 }
 
 // harness is one Plaudit without doors: store, tenancy, actors and service
@@ -113,7 +116,8 @@ func (h *harness) open() {
 	reg := actors.New(actors.Config{Store: store, SnapshotEvery: h.cfg.SnapshotEvery,
 		SnapshotInterval: h.cfg.SnapshotInterval, IdleTimeout: h.cfg.IdleTimeout,
 		Now: h.clk.Now, Seed: actorSeed})
-	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now}, reg, ten, store)
+	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now,
+		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline}, reg, ten, store)
 	if err != nil {
 		reg.Close()
 		_ = store.Close()
@@ -322,6 +326,7 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 		return refuse(err)
 	}
 	req.Principal = principal
+	req.Prefer = h.Get("Prefer")
 	if method == "POST" || method == "PUT" {
 		if body != "" && !isJSON(h.Get("Content-Type")) {
 			return nil, fmt.Errorf("Content-Type %q: the HTTP door answers it (test it in transport/httpdoor)", h.Get("Content-Type"))

@@ -1,14 +1,25 @@
 package api
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/engine/judge"
 	"github.com/plaudit/plaudit/internal/jsonw"
 	"github.com/plaudit/plaudit/transport/judging"
 )
 
-// Seed 003: tasks, their content-addressed versions, and judge versions,
-// in the key's home workspace. (Judged rewards, POST /v1/rewards, are to
-// come.)
+// Seed 003: tasks, their content-addressed versions, judge versions and
+// judged rewards, in the key's home workspace.
 //
 //	POST /v1/tasks                          a version of a task: 201 new, 200 known
 //	GET  /v1/tasks/{id}                     its versions, oldest first, and the current one
@@ -97,4 +108,185 @@ func (c *call) listJudgeVersions() (result, error) {
 		return result{}, err
 	}
 	return ok(appendItems(nil, jvs, func(b []byte, jv judging.JudgeVersion) []byte { return jv.AppendJSON(b) }))
+}
+
+// Judged rewards (seed 003):
+//
+//	POST /v1/rewards        {task: {id, version?}, answer, judge_version?, episode_id?, client_ref?}:
+//	                        201 a new reward scored (or failed) by the answer, 202 + Retry-After pending,
+//	                        200 the first reward of the same answer (202 while that one is pending)
+//	GET  /v1/rewards/{id}   200 scored or failed, 202 + Retry-After pending
+//
+// Both take Prefer: wait=N (0 to 120): the answer waits until the reward is
+// final or N seconds pass.
+
+// maxClientRef is the most characters a client_ref may have.
+const maxClientRef = 256
+
+// maxPreferWait is the longest Prefer: wait, in seconds.
+const maxPreferWait = 120
+
+func (c *call) createJudgedReward() (result, error) {
+	wait, err := c.preferWait()
+	if err != nil {
+		return result{}, err
+	}
+	in, err := decodeJudgedReward(c.req.Body)
+	if err != nil {
+		return result{}, err
+	}
+	if in.EpisodeID != "" {
+		runID, agent, err := c.s.reg.Run(c.ws, in.EpisodeID)
+		if err != nil {
+			return result{}, fmt.Errorf("episode_id: %w", err)
+		}
+		in.EpisodeID, in.EpisodeAgent = runID, agent.ID
+	}
+	r, created, err := c.s.judging.CreateReward(c.ws, in)
+	if err != nil {
+		return result{}, err
+	}
+	if created {
+		if r.Final() {
+			c.s.judges.Settle(r) // episode signals
+		} else {
+			c.s.judges.Start(r)
+		}
+	}
+	if !r.Final() && wait > 0 {
+		if r, err = c.s.judges.Wait(c.ws, r.ID, wait); err != nil {
+			return result{}, err
+		}
+	}
+	status := 200
+	switch {
+	case !r.Final():
+		status = 202
+	case created:
+		status = 201
+	}
+	return result{status: status, body: r.AppendJSON(nil)}, nil
+}
+
+func (c *call) getJudgedReward() (result, error) {
+	wait, err := c.preferWait()
+	if err != nil {
+		return result{}, err
+	}
+	r, err := c.s.judges.Wait(c.ws, c.req.Target.Reward, wait)
+	if err != nil {
+		return result{}, err
+	}
+	status := 200
+	if !r.Final() {
+		status = 202
+	}
+	return result{status: status, body: r.AppendJSON(nil)}, nil
+}
+
+// preferWait reads wait=N from the Prefer header (other preferences are
+// ignored): 0 when absent, else N from 0 to 120 seconds.
+func (c *call) preferWait() (time.Duration, error) {
+	for pref := range strings.SplitSeq(c.req.Prefer, ",") {
+		name, val, hasVal := strings.Cut(strings.TrimSpace(pref), "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "wait") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if !hasVal || err != nil || n < 0 || n > maxPreferWait {
+			return 0, invalid("Prefer", "wait must be a whole number of seconds from 0 to %d", maxPreferWait)
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	return 0, nil
+}
+
+// decodeJudgedReward reads {task: {id, version?}, answer, judge_version?,
+// episode_id?, client_ref?}. An empty answer is valid (it is flagged
+// empty_answer); episode_id is resolved by the caller.
+func decodeJudgedReward(raw []byte) (judging.NewReward, error) {
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	return field.ParseJSON(raw, func(v *fastjson.Value) (judging.NewReward, error) {
+		var dec field.Decoder
+		o := dec.Object(v, "")
+		str := func(v *fastjson.Value, path string) string {
+			if v == nil {
+				dec.Fail(path, "is required")
+				return ""
+			}
+			s, err := v.StringBytes()
+			switch {
+			case err != nil:
+				dec.Fail(path, "must be a string")
+			case !utf8.Valid(s):
+				dec.Fail(path, "must be valid UTF-8")
+			}
+			return string(s)
+		}
+		var in judging.NewReward
+		t := dec.Object(field.Member(o, "task"), "task")
+		if in.TaskID = str(field.Member(t, "id"), "task.id"); dec.Err == nil && in.TaskID == "" {
+			dec.Fail("task.id", "must not be empty")
+		}
+		if x := field.Member(t, "version"); x != nil {
+			in.TaskVersion = str(x, "task.version")
+		}
+		in.Answer = str(field.Member(o, "answer"), "answer")
+		if x := field.Member(o, "judge_version"); x != nil {
+			in.JudgeVersion = str(x, "judge_version")
+		}
+		if x := field.Member(o, "episode_id"); x != nil {
+			if in.EpisodeID = str(x, "episode_id"); dec.Err == nil && in.EpisodeID == "" {
+				dec.Fail("episode_id", "must not be empty")
+			}
+		}
+		if x := field.Member(o, "client_ref"); x != nil {
+			ref := str(x, "client_ref")
+			if utf8.RuneCountInString(ref) > maxClientRef {
+				dec.Fail("client_ref", "must be at most %d characters", maxClientRef)
+			}
+			in.ClientRef = &ref
+		}
+		return in, dec.Err
+	})
+}
+
+// judgeSignals are the signals a scored reward appends to its episode.
+var judgeSignals = []struct {
+	kind  string
+	value func(judge.Scores) float64
+}{
+	{"judge.reward", func(s judge.Scores) float64 { return s.Reward }},
+	{"judge.partial", func(s judge.Scores) float64 { return s.Partial }},
+	{"judge.must_pass", func(s judge.Scores) float64 { return s.MustPass }},
+	{"judge.all_pass", func(s judge.Scores) float64 { return s.AllPass }},
+}
+
+// appendJudgeSignals appends r's judge.* signals to its episode in one
+// write, each with dedup key "<kind>/<rw id>", so appending them again
+// (a resume after a crash) adds nothing. A delivery failure is returned
+// (the reward stays open and is tried again at the next start); the
+// engine refusing them (the run is gone) is logged and not retried.
+func (s *Service) appendJudgeSignals(r judging.Reward) error {
+	out, err := actors.Write(s.reg, r.EpisodeAgent, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
+		var evs []engine.Event
+		for _, sig := range judgeSignals {
+			_, e, err := a.RecordSignal(engine.RecordSignal{Kind: sig.kind, Value: sig.value(r.Scores),
+				RunID: r.EpisodeID, DedupKey: sig.kind + "/" + r.ID}, now, rnd)
+			if err != nil {
+				return struct{}{}, evs, err
+			}
+			evs = append(evs, e...)
+		}
+		return struct{}{}, evs, nil
+	})
+	if err != nil {
+		return err
+	}
+	if out.Err != nil {
+		s.cfg.Logger.Warn("judge signals refused by the episode; not retried", "reward", r.ID, "episode", r.EpisodeID, "err", out.Err)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,12 @@ type Config struct {
 	SweepInterval  time.Duration
 	Now            func() time.Time
 	Logger         *slog.Logger
+	// Judge sends a judged reward's judge requests (seed 003); nil fails
+	// them, so rewards that need a model judge fail at their deadline.
+	// JudgeDeadline bounds how long a pending reward's judges are asked
+	// (30s).
+	Judge         judging.JudgeFunc
+	JudgeDeadline time.Duration
 }
 
 // Service serves every operation. It is safe for concurrent use.
@@ -34,6 +41,8 @@ type Service struct {
 	tenancy *tenancy.Tenancy
 	idem    *idempotency.Keeper
 	judging *judging.Judging
+	judges  *judging.Dispatcher
+	resume  sync.Once
 	ready   atomic.Bool
 	stop    chan struct{}
 
@@ -66,15 +75,29 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	_, _ = rand.Read(p[:])
 	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
 		reqPrefix: "req_" + hex.EncodeToString(p[:])}
+	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,
+		Episode: s.appendJudgeSignals, Logger: cfg.Logger})
 	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })
 	return s, nil
 }
 
-// Close stops the sweeper.
-func (s *Service) Close() { close(s.stop) }
+// Close stops the sweeper and the judged-reward dispatcher (pending rewards
+// stay pending on disk, resumed at the next start).
+func (s *Service) Close() {
+	s.judges.Close()
+	close(s.stop)
+}
 
-// SetReady marks recovery as done; before it every request is 503.
-func (s *Service) SetReady() { s.ready.Store(true) }
+// SetReady marks recovery as done; before it every request is 503. The
+// first call resumes the judged rewards left open by the last run.
+func (s *Service) SetReady() {
+	s.resume.Do(func() {
+		if err := s.judges.Resume(); err != nil {
+			s.cfg.Logger.Error("judged rewards not resumed", "err", err)
+		}
+	})
+	s.ready.Store(true)
+}
 
 // Ready reports whether the service serves requests.
 func (s *Service) Ready() bool { return s.ready.Load() }
@@ -143,6 +166,9 @@ func (c *call) respond(res result, err error) Response {
 		return c.s.Error(c.req, err)
 	}
 	resp := Response{Status: res.status, Body: res.body, RequestID: c.req.RequestID}
+	if res.status == 202 { // accepted, not final: come back
+		resp.RetryAfter = 1
+	}
 	if res.reqID != "" { // a replay
 		resp.RequestID = res.reqID
 		if res.status >= 400 {

@@ -126,6 +126,7 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 			req.IdempotencyKey = bytes.Clone(key)
 		}
 	}
+	req.Prefer = string(ctx.Request.Header.Peek("Prefer"))
 	if err := Route(req, method, path); err != nil {
 		return err
 	}

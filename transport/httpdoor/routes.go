@@ -53,6 +53,8 @@ var routes = []route{
 	{"GET", "/v1/tasks/{task*}", api.GetTask},
 	{"GET", "/v1/judge-versions", api.ListJudgeVersions},
 	{"PUT", "/v1/judge-versions/{version}", api.PutJudgeVersion},
+	{"POST", "/v1/rewards", api.CreateJudgedReward},
+	{"GET", "/v1/rewards/{reward}", api.GetJudgedReward},
 
 	{"POST", "/v1/workspaces/{ws}/objectives", api.CreateObjective},
 	{"GET", "/v1/workspaces/{ws}/objectives/{run}", api.GetObjectiveRun},
@@ -132,6 +134,8 @@ func match(pattern string, seg []string, t *api.Target) (ws string, ok bool) {
 			t.Version = v
 		case "key":
 			t.Key = v
+		case "reward":
+			t.Reward = v
 		}
 	}
 	return ws, true

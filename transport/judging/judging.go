@@ -1,14 +1,22 @@
-// Package judging keeps what judged answers (seed 003) are scored against:
-// the versions of each workspace's tasks and its judge versions. Both are
-// immutable once written: a task version is named by its content (the same
-// content is the same version), a judge version by its name (published
-// once). Records are small and written through, synced, before they are
-// answered.
+// Package judging keeps judged answers (seed 003) and what they are scored
+// against: the versions of each workspace's tasks, its judge versions, and
+// its rewards. Task and judge versions are immutable once written: a task
+// version is named by its content (the same content is the same version), a
+// judge version by its name (published once). Records are small and written
+// through, synced, before they are answered. The Dispatcher asks the model
+// judges of pending rewards, outside every actor.
 //
 // # Key layout
 //
-//	judging/task/<ws>/<task id>\x00<version>   a task version
-//	judging/judge/<ws>/<name>                  a published judge version
+//	judging/task/<ws>/<task id>\x00<version>          a task version
+//	judging/judge/<ws>/<name>                         a published judge version
+//	judging/reward/<ws>/<rw id>                       a reward: what it renders, plus its answer and outcomes
+//	judging/open/<ws>/<rw id>                         (empty) a reward still pending, or with episode signals to append
+//	judging/answer/<ws>/<tv>/<jv>/<sha256 hex>        the first reward of an answer (its id), for "same answer"
+//	judging/pin/<ws>/<task id>                        the versions the workspace's rewards on a task use by default
+//
+// A reward, its same-answer entry, its open marker and a new pin go out in
+// one synced Put.
 //
 // A task id holds no control character, so "<task id>\x00" is a prefix of
 // exactly that task's versions, whatever the id holds ('/' included).
@@ -19,6 +27,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"regexp"
 	"slices"
@@ -52,11 +61,14 @@ type Judging struct {
 	// mu serialises the check-and-set of new records; reads need no lock.
 	// Creations are rare next to reads and each is one synced Put.
 	mu sync.Mutex
+	// tasks serialise the check-and-set of a task's pin and same-answer
+	// index (CreateReward).
+	tasks taskLocks
 }
 
 // New returns the records kept in store.
 func New(store Store, now func() time.Time) *Judging {
-	return &Judging{store: store, now: now}
+	return &Judging{store: store, now: now, tasks: taskLocks{seed: maphash.MakeSeed()}}
 }
 
 // TaskVersion is one version of a task.

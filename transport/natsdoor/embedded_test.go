@@ -939,7 +939,9 @@ func TestConcurrentFirstConnections(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			token := tokens[i%len(tokens)]
-			nc, err := nats.Connect(f.url, nats.Token(token), nats.MaxReconnects(0))
+			// 30 connections set up at once on a loaded CI machine: the
+			// bounds are generous, what is checked is who answers.
+			nc, err := nats.Connect(f.url, nats.Token(token), nats.MaxReconnects(0), nats.Timeout(5*wait))
 			if err != nil {
 				served.Done()
 				errs <- fmt.Errorf("%s: %w", token, err)
@@ -951,7 +953,7 @@ func TestConcurrentFirstConnections(t *testing.T) {
 			defer served.Wait()
 			defer served.Done()
 			ws := keys[token][1]
-			rep, err := nc.Request("plaudit.v1."+ws+".agt_1.signal", nil, wait)
+			rep, err := nc.Request("plaudit.v1."+ws+".agt_1.signal", nil, 5*wait)
 			if err != nil {
 				errs <- fmt.Errorf("%s: %w", token, err)
 				return
