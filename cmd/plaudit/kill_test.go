@@ -198,6 +198,7 @@ func fileExists(p string) bool {
 type plaudit struct {
 	cmd    *exec.Cmd
 	base   string
+	nats   string // the embedded NATS server's URL
 	log    string
 	waitCh chan error // receives cmd.Wait's result once the process is gone
 	killed bool
@@ -220,7 +221,7 @@ func startPlaudit(t *testing.T, bin, data, name string) *plaudit {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	p := &plaudit{cmd: cmd, base: "http://" + httpAddr, log: logPath, waitCh: make(chan error, 1)}
+	p := &plaudit{cmd: cmd, base: "http://" + httpAddr, nats: "nats://" + natsAddr, log: logPath, waitCh: make(chan error, 1)}
 	go func() { p.waitCh <- cmd.Wait() }()
 	t.Cleanup(func() { p.kill(t) })
 	deadline := time.Now().Add(15 * time.Second)

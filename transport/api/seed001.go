@@ -2,6 +2,7 @@ package api
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -10,13 +11,17 @@ import (
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/engine/judge"
 	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/transport/judging"
 )
 
 // Seed 001: reward reports on a job (a run here).
 //
 //	POST /v1/jobs/{id}/rewards   report, or replace the (scorer, turn)'s report
-//	GET  /v1/jobs/{id}/rewards   every piece of evidence on the job
+//	GET  /v1/jobs/{id}/rewards   every piece of evidence on the job: its reports, its
+//	                             seed-004 feedback, then the seed-003 judged rewards whose
+//	                             episode_id is the job
 
 // Limits of seed 001.
 const (
@@ -241,20 +246,100 @@ func (c *call) listEvidence() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	judged, err := c.s.judging.EpisodeRewards(c.ws, runID)
+	if err != nil {
+		return result{}, err
+	}
 	b := append([]byte(nil), `{"items":[`...)
-	for i, rep := range ev.reports {
+	n := 0
+	sep := func() {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+	}
+	for _, rep := range ev.reports {
+		sep()
+		b = appendReport(b, rep)
+	}
+	for _, fb := range ev.feedback {
+		sep()
+		b = appendFeedbackEvidence(b, fb)
+	}
+	judges := map[[2]string]bool{} // task version → it has a model-judge criterion
+	for _, r := range judged {
+		tv := [2]string{r.TaskID, r.TaskVersion}
+		hasJudge, seen := judges[tv]
+		if !seen {
+			v, err := c.s.judging.TaskVersion(c.ws, r.TaskID, r.TaskVersion)
+			if err != nil {
+				return result{}, err
+			}
+			hasJudge = slices.ContainsFunc(v.Task.Criteria, func(cr judge.Criterion) bool { return cr.Check.IsJudge() })
+			judges[tv] = hasJudge
+		}
+		sep()
+		b = appendJudgedEvidence(b, r, hasJudge)
+	}
+	return ok(append(b, "]}"...))
+}
+
+// The kinds of a judged reward (seed 003) listed as evidence on its
+// episode.
+const (
+	evidenceModelJudge = "model_judge" // the task has a model-judge criterion
+	evidenceCheck      = "check"       // built-in checks only
+)
+
+// appendJudgedEvidence renders a judged reward whose episode is the job in
+// the report shape: kind model_judge or check, scorer "judge", value = its
+// reward score (null while pending or when failed), weight 1, and task_id,
+// task_version, judge_version, status, flags (and failure, when failed) in
+// detail_json; updated_at is when it was scored or failed.
+func appendJudgedEvidence(b []byte, r judging.Reward, hasJudge bool) []byte {
+	kind := evidenceCheck
+	if hasJudge {
+		kind = evidenceModelJudge
+	}
+	var value *float64
+	if r.Status == judging.StatusScored {
+		v := r.Scores.Reward
+		value = &v
+	}
+	detail := []byte{'{'}
+	detail = jsonw.Key(detail, "task_id")
+	detail = jsonw.String(detail, r.TaskID)
+	detail = jsonw.Key(detail, "task_version")
+	detail = jsonw.String(detail, r.TaskVersion)
+	detail = jsonw.Key(detail, "judge_version")
+	detail = jsonw.String(detail, r.JudgeVersion)
+	detail = jsonw.Key(detail, "status")
+	detail = jsonw.String(detail, r.Status)
+	detail = jsonw.Key(detail, "flags")
+	detail = appendStringList(detail, r.Flags)
+	if r.Status == judging.StatusFailed {
+		detail = jsonw.Key(detail, "failure")
+		detail = jsonw.String(detail, r.Failure)
+	}
+	detail = append(detail, '}')
+	updated := r.CreatedAt
+	if !r.ScoredAt.IsZero() {
+		updated = r.ScoredAt
+	}
+	return appendReport(b, engine.Report{ID: r.ID, RunID: r.EpisodeID, Kind: kind, Scorer: "judge",
+		Value: value, Weight: 1, Detail: string(detail), CreatedAt: r.CreatedAt, UpdatedAt: updated})
+}
+
+// appendStringList renders ss as a JSON array ([] when empty).
+func appendStringList(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendReport(b, rep)
+		b = jsonw.String(b, s)
 	}
-	for i, fb := range ev.feedback {
-		if i > 0 || len(ev.reports) > 0 {
-			b = append(b, ',')
-		}
-		b = appendFeedbackEvidence(b, fb)
-	}
-	return ok(append(b, "]}"...))
+	return append(b, ']')
 }
 
 // appendReport renders seed 001's 201 body.

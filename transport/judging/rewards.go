@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,6 +165,9 @@ func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
 		r.score(tv.Task, now)
 	}
 	kvs = append(kvs, persist.KV{Key: akey, Value: []byte(r.ID)})
+	if r.EpisodeID != "" {
+		kvs = append(kvs, persist.KV{Key: episodeKey(ws, r.EpisodeID, r.ID), Value: []byte{}})
+	}
 	kvs = append(kvs, r.records()...)
 	if err := j.store.Put(kvs...); err != nil {
 		return Reward{}, false, fmt.Errorf("put reward: %w", err)
@@ -275,6 +279,72 @@ func cmpOr(a, b string) string {
 func rewardKey(ws, rid string) []byte { return []byte("judging/reward/" + ws + "/" + rid) }
 func openKey(ws, rid string) []byte   { return []byte("judging/open/" + ws + "/" + rid) }
 func pinKey(ws, task string) []byte   { return []byte("judging/pin/" + ws + "/" + task) }
+
+func episodePrefix(ws, runID string) []byte {
+	return []byte("judging/episode/" + ws + "/" + runID + "/")
+}
+
+func episodeKey(ws, runID, rid string) []byte { return append(episodePrefix(ws, runID), rid...) }
+
+// episodeIndexDone marks the episode index as complete: every reward with
+// an episode written before the index existed has its entry.
+var episodeIndexDone = []byte("judging/meta/episode-index")
+
+// EpisodeRewards lists the rewards of ws whose episode is runID (a run
+// id), oldest first.
+func (j *Judging) EpisodeRewards(ws, runID string) ([]Reward, error) {
+	var ids []string
+	prefix := episodePrefix(ws, runID)
+	err := j.store.Scan(prefix, func(k, _ []byte) error {
+		ids = append(ids, string(k[len(prefix):]))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids) // rw_ + ULID: creation order
+	out := make([]Reward, 0, len(ids))
+	for _, rid := range ids {
+		r, err := j.Reward(ws, rid)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// IndexEpisodes writes the episode index entries of rewards stored before
+// the index existed, once: a store whose index is marked complete is left
+// as it is. It is meant for start-up, before requests are served (rewards
+// created meanwhile write their own entries anyway).
+func (j *Judging) IndexEpisodes() error {
+	if _, err := j.store.Get(episodeIndexDone); err == nil {
+		return nil
+	} else if !errors.Is(err, persist.ErrNotFound) {
+		return err
+	}
+	var kvs []persist.KV
+	err := j.store.Scan([]byte("judging/reward/"), func(k, v []byte) error {
+		ws, rid, ok := strings.Cut(strings.TrimPrefix(string(k), "judging/reward/"), "/")
+		if !ok {
+			return fmt.Errorf("reward key %q: %w", k, persist.ErrCorrupt)
+		}
+		p, err := fastjson.ParseBytes(v)
+		if err != nil {
+			return fmt.Errorf("reward record %s/%s: %w", ws, rid, persist.ErrCorrupt)
+		}
+		if run := string(p.GetStringBytes("episode_id")); run != "" {
+			kvs = append(kvs, persist.KV{Key: episodeKey(ws, run, rid), Value: []byte{}})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	kvs = append(kvs, persist.KV{Key: episodeIndexDone, Value: []byte{}})
+	return j.store.Put(kvs...)
+}
 
 func answerKey(ws, tv, jv, answer string) []byte {
 	sum := sha256.Sum256([]byte(answer))

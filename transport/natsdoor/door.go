@@ -36,7 +36,9 @@ type Config struct {
 // Door is the request-reply door: a nats.go micro service named "plaudit"
 // with endpoints on plaudit.v1.<ws>.<agent>.<op>. Bodies and replies are the
 // HTTP JSON shapes; what HTTP takes from the path or query string travels
-// in the body.
+// in the body, and the Idempotency-Key and Prefer headers are NATS headers.
+// plaudit.v1.<ws>.tasks.reward is seed 003's POST /v1/rewards (see
+// judgedRewards).
 type Door struct {
 	cfg     Config
 	nc      *nats.Conn
@@ -61,6 +63,16 @@ var operations = map[string]operation{
 	"feedback":  {op: api.CreateFeedback, target: "objectiveId"},
 	"variation": {op: api.GetVariation, target: "variation_id"},
 }
+
+// judgedRewards is the agent token of plaudit.v1.<ws>.tasks.reward, seed
+// 003's judged rewards (POST /v1/rewards): the subject shares the "reward"
+// endpoint (plaudit.v1.*.*.reward) with seed 000's reward of a run, and the
+// agent token "tasks" tells them apart. No agent can be named "tasks":
+// agent ids are "agt_" + a ULID, and an agent's external id is only ever
+// referred to as "external_id:<value>", so the token never names an agent.
+const judgedRewards = "tasks"
+
+var judgedReward = operation{op: api.CreateJudgedReward}
 
 // Start registers the service on nc.
 func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
@@ -154,12 +166,16 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	if !ok {
 		return fmt.Errorf("operation %q: %w", tok[4], api.ErrRouteNotFound)
 	}
+	agent := tok[3]
+	if agent == judgedRewards && tok[4] == "reward" {
+		op, agent = judgedReward, "" // no agent: the same target (and Idempotency-Key scope) as over HTTP
+	}
 	args, err := api.BodyArgs(body)
 	if err != nil {
 		return err
 	}
 	req.Op, req.Workspace, req.Body = op.op, tok[2], body
-	req.Target.Agent = tok[3]
+	req.Target.Agent = agent
 	if op.target != "" {
 		ref := args[op.target]
 		if ref == "" {
@@ -175,6 +191,7 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	if key := hdr.Get("Idempotency-Key"); key != "" {
 		req.IdempotencyKey = []byte(key)
 	}
+	req.Prefer = hdr.Get("Prefer")
 	return nil
 }
 
@@ -216,7 +233,10 @@ func (d *Door) principal(subject string, hdr micro.Headers) (tenancy.Principal, 
 
 // reply answers with the body, or with the error headers
 // Nats-Service-Error-Code (the HTTP status) and Nats-Service-Error, and the
-// error JSON as the body. It publishes to the reply subject itself rather
+// error JSON as the body. Successes carry no status: 200, 201 and 202 are
+// all a reply without error headers. A 202 (a judged reward still pending)
+// is told by its body ("status": "pending") and its Retry-After: 1 header,
+// which a success carries for no other reason. It publishes to the reply subject itself rather
 // than through micro.Request, whose Respond and Error record state that
 // micro reads when the handler returns: answering from our goroutine through
 // them would race. The price: $SRV.STATS counts no errors of this door, and
