@@ -73,6 +73,7 @@ const (
 	ListJudgeVersions  Op = "list_judge_versions"
 	CreateJudgedReward Op = "create_judged_reward"
 	GetJudgedReward    Op = "get_judged_reward"
+	TaskCalibration    Op = "task_calibration" // judged rewards against reviews
 )
 
 // Target names what an operation acts on: the path parameters of HTTP, the
