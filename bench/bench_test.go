@@ -40,6 +40,17 @@ var selectRows = []row{
 	{"http-select", []int{1, 64}, withSelectAgent(httpDoor, HTTPSelect)},
 }
 
+// judgedRows is every row of BenchmarkJudged: seed 003 rewards of built-in
+// checks only next to fasthttp-hello and the engine's scoring in process,
+// and one model judge next to them and the bare NATS hop of its request.
+var judgedRows = []row{
+	{"reward-inproc", []int{1}, func(_ string, c, n int) (Result, error) { return InProcessReward(c, n) }},
+	fasthttpHello,
+	{"http-reward", []int{1, 64}, withServer(HTTPJudgedReward)},
+	{"nats-judge-echo", []int{1}, func(_ string, c, n int) (Result, error) { return NATSJudgeEcho(c, n) }},
+	{"http-reward-judge", []int{1}, withServerNATS(HTTPModelJudgeReward)},
+}
+
 // BenchmarkDurableIngest runs b.N operations of each workload; ns/op is the
 // harness's wall time over the operations (setup excluded), so at c>1 it
 // falls as concurrent operations overlap.
@@ -50,6 +61,13 @@ func BenchmarkDurableIngest(b *testing.B) { benchRows(b, durableIngest) }
 // with the bare NATS echo and fasthttp hello as baselines. ns/op is as in
 // BenchmarkDurableIngest.
 func BenchmarkSelect(b *testing.B) { benchRows(b, selectRows) }
+
+// BenchmarkJudged measures POST /v1/rewards (Prefer: wait=10, a new
+// answer each time) on a task of three built-in criteria and on the same
+// task plus one model judge answered at once by a nats.go worker, with
+// fasthttp-hello, the in-process scoring and the bare judge hop as
+// baselines. ns/op is as in BenchmarkDurableIngest.
+func BenchmarkJudged(b *testing.B) { benchRows(b, judgedRows) }
 
 func benchRows(b *testing.B, rows []row) {
 	for _, wl := range rows {
@@ -86,6 +104,34 @@ func TestHarnessSmoke(t *testing.T) {
 			continue
 		}
 		seen[wl.name] = true
+		for _, c := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/c=%d", wl.name, c), func(t *testing.T) {
+				res, err := wl.run(t.TempDir(), c, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Errors != 0 || res.Ops != n {
+					t.Fatalf("%d ops succeeded and %d failed, want %d and 0 (first failure: %v)",
+						res.Ops, res.Errors, n, res.FirstErr)
+				}
+				if res.P50 <= 0 || res.P50 > res.P99 || res.P99 > res.Max {
+					t.Fatalf("percentiles out of order: %v", res)
+				}
+			})
+		}
+	}
+}
+
+// TestJudgedSmoke runs the judged-reward workloads a few times: every
+// reward must answer 201 scored with all_pass 1 (the model-judged one only
+// once its judge has answered met), every in-process score be 1 and every
+// judge echo answer {"met": true}.
+func TestJudgedSmoke(t *testing.T) {
+	const n = 24
+	for _, wl := range judgedRows {
+		if wl.name == fasthttpHello.name {
+			continue // TestHarnessSmoke's
+		}
 		for _, c := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/c=%d", wl.name, c), func(t *testing.T) {
 				res, err := wl.run(t.TempDir(), c, n)
@@ -232,7 +278,8 @@ func TestRunWritesTable(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	for _, want := range []string{"raw-pebble", "fasthttp-hello", "http-signal", "http-signal-agents", "p50 ÷ hello",
-		"nats-echo", "nats-select", "http-select", "p99 ÷ base"} {
+		"nats-echo", "nats-select", "http-select", "p99 ÷ base",
+		"reward-inproc", "http-reward", "nats-judge-echo", "http-reward-judge", "cpu ÷ in-process", "judge round trip (c=1)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -3,7 +3,9 @@
 // Pebble write (the floor for a durable signal) and a bare fasthttp round
 // trip (the floor for any HTTP answer); selection (run creation) against
 // that fasthttp round trip and a bare NATS echo (the floor for any NATS
-// answer). Figures are meant to be read as ratios against those baselines,
+// answer); judged rewards (seed 003) against that fasthttp round trip, the
+// engine's own scoring in process, and the bare NATS hop of a judge
+// request. Figures are meant to be read as ratios against those baselines,
 // never as absolute numbers, since the machines they run on are noisy;
 // nothing here asserts a time.
 //

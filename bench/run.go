@@ -35,9 +35,9 @@ type workload struct {
 	// base names the workload this one is divided by; "" for a baseline.
 	base string
 	// minC skips the workload below that concurrency, where it would
-	// measure the same thing as another row.
-	minC int
-	run  func(dir string, c, n int) (Result, error)
+	// measure the same thing as another row; maxC (0: none) above it.
+	minC, maxC int
+	run        func(dir string, c, n int) (Result, error)
 }
 
 // workloads is the ingest table.
@@ -56,10 +56,29 @@ var selection = []workload{
 	{name: "http-select", base: "fasthttp-hello", run: withSelectAgent(httpDoor, HTTPSelect)},
 }
 
+// judged is the third table: seed 003's judged rewards over HTTP, divided
+// by fasthttp-hello (built-in checks only) or by the same task's
+// built-in-only reward (one model judge), beside the engine's own scoring
+// in process and the bare NATS hop of a judge request.
+var judged = []workload{
+	{name: "reward-inproc", maxC: 1, run: func(_ string, c, n int) (Result, error) { return InProcessReward(c, n) }},
+	{name: "http-reward", base: "fasthttp-hello", run: withServer(HTTPJudgedReward)},
+	{name: "nats-judge-echo", maxC: 1, run: func(_ string, c, n int) (Result, error) { return NATSJudgeEcho(c, n) }},
+	{name: "http-reward-judge", base: "http-reward", maxC: 1, run: withServerNATS(HTTPModelJudgeReward)},
+}
+
 // withServer runs an HTTP workload against a fresh server over dir.
 func withServer(f func(baseURL, key string, c, n int) (Result, error)) func(string, int, int) (Result, error) {
 	return func(dir string, c, n int) (Result, error) {
 		return onServer(dir, func(s *server.Server) (Result, error) { return f(httpDoor(s), Key, c, n) })
+	}
+}
+
+// withServerNATS is withServer for a workload that also connects to the
+// server's embedded NATS.
+func withServerNATS(f func(baseURL, natsURL, key string, c, n int) (Result, error)) func(string, int, int) (Result, error) {
+	return func(dir string, c, n int) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) { return f(httpDoor(s), natsDoor(s), Key, c, n) })
 	}
 }
 
@@ -110,6 +129,14 @@ func onServer(dir string, f func(*server.Server) (Result, error)) (res Result, e
 // the Thompson draw, not the wait for the disk; the run's append still goes
 // on alongside, and its CPU is in cpu/op.
 //
+// In the judged table http-reward (built-in checks only) is divided by
+// fasthttp-hello, and http-reward-judge (the same task plus one model
+// judge) by http-reward, at the same concurrency; cpu ÷ in-process divides
+// by the CPU of reward-inproc, the engine's scoring alone. The line below
+// it is the p50 the model judge adds (http-reward-judge less http-reward,
+// at c=1) over the p50 of nats-judge-echo, the bare NATS hop of one judge
+// request: what a judge round trip costs beyond the network.
+//
 // Op failures are shown in the tables and make Run return an error after
 // writing them.
 func Run(w io.Writer, opts Options) (err error) {
@@ -139,7 +166,7 @@ func Run(w io.Writer, opts Options) (err error) {
 	rows := func(wls []workload, row func(wl workload, c int, res Result)) error {
 		for _, c := range opts.Concurrency {
 			for _, wl := range wls {
-				if c < wl.minC {
+				if c < wl.minC || (wl.maxC > 0 && c > wl.maxC) {
 					continue
 				}
 				dir := filepath.Join(root, fmt.Sprintf("%s-c%d", wl.name, c))
@@ -199,6 +226,44 @@ func Run(w io.Writer, opts Options) (err error) {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "judged\tc\t%s\tbase\tp50 ÷ base\tp99 ÷ base\tops/s ÷ base\tcpu ÷ base\tcpu ÷ in-process\t\n", measuredHeader)
+	err = rows(judged, func(wl workload, c int, res Result) {
+		var base, p50, p99, tput, cpu, inproc string
+		if b, ok := results[key{wl.base, c}]; ok && wl.base != "" {
+			base = wl.base
+			p50 = ratio(float64(res.P50), float64(b.P50))
+			p99 = ratio(float64(res.P99), float64(b.P99))
+			tput = ratio(res.OpsPerSec, b.OpsPerSec)
+			cpu = ratio(float64(res.CPUPerOp()), float64(b.CPUPerOp()))
+		}
+		if f, ok := results[key{"reward-inproc", 1}]; ok && wl.name != "reward-inproc" && wl.name != "nats-judge-echo" {
+			inproc = ratio(float64(res.CPUPerOp()), float64(f.CPUPerOp()))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", wl.name, c, measured(res), base, p50, p99, tput, cpu, inproc)
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	withJudge, ok1 := results[key{"http-reward-judge", 1}]
+	builtin, ok2 := results[key{"http-reward", 1}]
+	echo, ok3 := results[key{"nats-judge-echo", 1}]
+	if ok1 && ok2 && ok3 && withJudge.Ops > 0 && builtin.Ops > 0 {
+		added := withJudge.P50 - builtin.P50
+		fmt.Fprintf(w, "judge round trip (c=1): p50 %s - %s = %s added by one model judge; %s the nats-judge-echo p50 (%s)\n",
+			micros(withJudge.P50), micros(builtin.P50), micros(added),
+			ratio(float64(added), float64(echo.P50)), micros(echo.P50))
+		if raw, ok := results[key{"raw-pebble", 1}]; ok {
+			// The judged reward writes its judge's outcome and then its
+			// final state, each synced, on top of the built-in one's write.
+			fmt.Fprintf(w, "  (that includes 2 more synced writes; raw-pebble p50 at c=1 is %s)\n", micros(raw.P50))
+		}
 	}
 	fmt.Fprintf(w, "%d ops per row; ratios are within this run; %v in all.\n", opts.Ops, time.Since(start).Round(100*time.Millisecond))
 	if len(failed) > 0 {
