@@ -65,14 +65,16 @@ type Judging struct {
 	// mu serialises the check-and-set of new records; reads need no lock.
 	// Creations are rare next to reads and each is one synced Put.
 	mu sync.Mutex
-	// tasks serialise the check-and-set of a task's pin and same-answer
-	// index (CreateReward).
-	tasks taskLocks
+	// pins and answers serialise CreateReward's check-and-set of a task's
+	// pin and of an answer's same-answer entry.
+	pins    stripedLocks // the first rewards of a task, which make its pin
+	answers stripedLocks // the rewards of one answer
 }
 
 // New returns the records kept in store.
 func New(store Store, now func() time.Time) *Judging {
-	return &Judging{store: store, now: now, tasks: taskLocks{seed: maphash.MakeSeed()}}
+	return &Judging{store: store, now: now, pins: stripedLocks{seed: maphash.MakeSeed()},
+		answers: stripedLocks{seed: maphash.MakeSeed()}}
 }
 
 // TaskVersion is one version of a task.

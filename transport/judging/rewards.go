@@ -78,15 +78,15 @@ type NewReward struct {
 	ClientRef    *string
 }
 
-// taskLocks serialise, per task of a workspace, the check-and-set of its
-// pin and of its same-answer index. Striped: collisions only serialise.
-type taskLocks struct {
+// stripedLocks serialise the check-and-set of one key: a task's pin, an
+// answer's same-answer entry. Striped: collisions only serialise.
+type stripedLocks struct {
 	seed  maphash.Seed
 	locks [64]sync.Mutex
 }
 
-func (l *taskLocks) lock(ws, task string) func() {
-	m := &l.locks[maphash.String(l.seed, ws+"\x00"+task)%uint64(len(l.locks))]
+func (l *stripedLocks) lock(key string) func() {
+	m := &l.locks[maphash.String(l.seed, key)%uint64(len(l.locks))]
 	m.Lock()
 	return m.Unlock
 }
@@ -110,12 +110,22 @@ var ids = rand.New(globalRand{})
 // workspace's first reward on a task pins the versions current then,
 // whatever it named. The record, its same-answer entry and a new pin go out
 // in one synced Put before CreateReward returns.
+//
+// Locks: a pin, once made, never changes, so only the first rewards of a
+// task meet on the task's lock; after that, rewards of one task wait only
+// for rewards of the same answer (and stripe collisions), and concurrent
+// ones share Pebble's group commit instead of queueing behind one fsync.
 func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
-	unlock := j.tasks.lock(ws, in.TaskID)
-	defer unlock()
 	pin, pinned, err := j.pin(ws, in.TaskID)
 	if err != nil {
 		return Reward{}, false, err
+	}
+	if !pinned {
+		unlock := j.pins.lock(ws + "\x00" + in.TaskID)
+		defer unlock()
+		if pin, pinned, err = j.pin(ws, in.TaskID); err != nil {
+			return Reward{}, false, err
+		}
 	}
 	var kvs []persist.KV
 	if !pinned {
@@ -143,6 +153,8 @@ func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
 		return Reward{}, false, err
 	}
 	akey := answerKey(ws, tv.Version, jv.Name, in.Answer)
+	unlock := j.answers.lock(string(akey))
+	defer unlock()
 	if v, err := j.store.Get(akey); err == nil {
 		first, err := j.Reward(ws, string(v))
 		if err != nil {
