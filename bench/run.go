@@ -61,7 +61,7 @@ var selection = []workload{
 // built-in-only reward (one model judge), beside the engine's own scoring
 // in process and the bare NATS hop of a judge request.
 var judged = []workload{
-	{name: "reward-inproc", maxC: 1, run: func(_ string, c, n int) (Result, error) { return InProcessReward(c, n) }},
+	{name: "reward-inproc", run: func(_ string, c, n int) (Result, error) { return InProcessReward(c, n) }},
 	{name: "http-reward", base: "fasthttp-hello", run: withServer(HTTPJudgedReward)},
 	{name: "nats-judge-echo", maxC: 1, run: func(_ string, c, n int) (Result, error) { return NATSJudgeEcho(c, n) }},
 	{name: "http-reward-judge", base: "http-reward", maxC: 1, run: withServerNATS(HTTPModelJudgeReward)},
