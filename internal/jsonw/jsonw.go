@@ -113,6 +113,18 @@ func StringOrNull(dst []byte, s string) []byte {
 	return String(dst, s)
 }
 
+// Strings appends ss as an array of strings ([] when empty).
+func Strings(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = String(dst, s)
+	}
+	return append(dst, ']')
+}
+
 // Key appends "k": after a comma when the object already has a member.
 // It expects dst to end in '{' or a value.
 func Key(dst []byte, k string) []byte {

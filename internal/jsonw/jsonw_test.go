@@ -55,3 +55,14 @@ func TestObjectHelpers(t *testing.T) {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}
 }
+
+func TestStrings(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want string
+	}{{nil, `[]`}, {[]string{"a"}, `["a"]`}, {[]string{"a", `"b"`}, `["a","\"b\""]`}} {
+		if got := string(Strings(nil, c.in)); got != c.want {
+			t.Errorf("Strings(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

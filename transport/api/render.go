@@ -130,14 +130,7 @@ func appendSignal(b []byte, s engine.Signal, runIDs []string, duplicate bool) []
 	b = jsonw.Key(b, "value")
 	b = jsonw.Float(b, s.Value)
 	b = jsonw.Key(b, "run_ids")
-	b = append(b, '[')
-	for i, id := range runIDs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.String(b, id)
-	}
-	b = append(b, ']')
+	b = jsonw.Strings(b, runIDs)
 	if s.SessionID != "" {
 		b = jsonw.Key(b, "session_id")
 		b = jsonw.String(b, s.SessionID)

@@ -316,7 +316,7 @@ func appendJudgedEvidence(b []byte, r judging.Reward, hasJudge bool) []byte {
 	detail = jsonw.Key(detail, "status")
 	detail = jsonw.String(detail, r.Status)
 	detail = jsonw.Key(detail, "flags")
-	detail = appendStringList(detail, r.Flags)
+	detail = jsonw.Strings(detail, r.Flags)
 	if r.Status == judging.StatusFailed {
 		detail = jsonw.Key(detail, "failure")
 		detail = jsonw.String(detail, r.Failure)
@@ -328,18 +328,6 @@ func appendJudgedEvidence(b []byte, r judging.Reward, hasJudge bool) []byte {
 	}
 	return appendReport(b, engine.Report{ID: r.ID, RunID: r.EpisodeID, Kind: kind, Scorer: "judge",
 		Value: value, Weight: 1, Detail: string(detail), CreatedAt: r.CreatedAt, UpdatedAt: updated})
-}
-
-// appendStringList renders ss as a JSON array ([] when empty).
-func appendStringList(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.String(b, s)
-	}
-	return append(b, ']')
 }
 
 // appendReport renders seed 001's 201 body.

@@ -390,7 +390,7 @@ func (r Reward) AppendJSON(b []byte) []byte {
 		b = append(b, "null"...)
 	}
 	b = jsonw.Key(b, "flags")
-	b = appendStrings(b, r.Flags)
+	b = jsonw.Strings(b, r.Flags)
 	b = jsonw.Key(b, "failure")
 	if r.Status == StatusFailed {
 		b = append(b, '{')
@@ -413,17 +413,6 @@ func (r Reward) AppendJSON(b []byte) []byte {
 	b = jsonw.Key(b, "scored_at")
 	b = jsonw.TimeOrNull(b, r.ScoredAt)
 	return append(b, '}')
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.String(b, s)
-	}
-	return append(b, ']')
 }
 
 // encode is the stored record: the rendered fields plus what resuming
