@@ -114,7 +114,7 @@ func (x *agentActor) recover() {
 		x.agent, err = restore(rec)
 	}
 	if err != nil {
-		x.recoverErr = fmt.Errorf("recover agent %s: %w: %w", x.agentID, err, ErrUnavailable)
+		x.recoverErr = fmt.Errorf("agent %s %w: %w", x.agentID, ErrUnavailable, err)
 		x.reg.cfg.Logger.Error("agent recovery failed", "agent", x.agentID, "err", err)
 		return
 	}
@@ -169,6 +169,15 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		// closure's verdict; here the engine has nothing to ask.
 		x.respond(q, fmt.Errorf("agent %s: %w", x.agentID, engine.ErrNotFound))
 		return
+	}
+	if !q.read {
+		// A write the log would refuse (full disk, failed store) is refused
+		// before the engine runs: once in memory it could not be taken back
+		// without rebuilding the actor.
+		if err := x.reg.store.Condition().Err(); err != nil {
+			x.respond(q, fmt.Errorf("agent %s: %w", x.agentID, err))
+			return
+		}
 	}
 	events, verdict := q.do(x.agent, x.reg.cfg.Now(), x.rnd)
 	var kvs []persist.KV
@@ -321,7 +330,7 @@ func (x *agentActor) takeBatch() persist.Batch {
 func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	x.appending = false
 	if m.err != nil {
-		x.fail(ctx, fmt.Errorf("append agent %s: %v: %w", x.agentID, m.err, ErrUnavailable))
+		x.fail(ctx, fmt.Errorf("append agent %s: %w: %w", x.agentID, m.err, ErrUnavailable))
 		return
 	}
 	x.durable, x.durableGen = m.last, m.gen

@@ -29,7 +29,32 @@ var (
 	// agent id or one containing '/', a zero sequence number, an empty
 	// directory key.
 	ErrInvalid = errors.New("persist: invalid argument")
+	// ErrStorageFull is returned by writes refused because the disk is
+	// (nearly) full. Reads go on; writes resume once there is room.
+	ErrStorageFull = errors.New("persist: storage full")
+	// ErrFailed is wrapped by every write after the store met an error it
+	// cannot recover from without a restart (a failed log write).
+	ErrFailed = errors.New("persist: store failed")
 )
+
+// Condition is a store's fitness for writes.
+type Condition struct {
+	Full         bool  // writes are refused with ErrStorageFull
+	FreeBytes    int64 // free space as last measured
+	MinFreeBytes int64 // the free space below which the store is full
+	Failed       error // non-nil once writes are fenced (wraps ErrFailed)
+}
+
+// Err is the error a write gets now: Failed, ErrStorageFull, or nil.
+func (c Condition) Err() error {
+	switch {
+	case c.Failed != nil:
+		return c.Failed
+	case c.Full:
+		return ErrStorageFull
+	}
+	return nil
+}
 
 // KV is one directory write; a nil Value deletes the key (an empty non-nil
 // Value stores an empty value).
@@ -93,6 +118,8 @@ type Store interface {
 	// the slices are only valid during fn. An error from fn stops the scan
 	// and is returned.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
+	// Condition reports whether writes are being refused and why.
+	Condition() Condition
 	// Close releases the store. Calling it again returns ErrClosed.
 	Close() error
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -26,10 +27,17 @@ import (
 
 // Config is everything `plaudit serve` can be told.
 type Config struct {
-	DataDir    string // Pebble directory
-	HTTPAddr   string // e.g. ":8080"; "127.0.0.1:0" picks a port
-	NATSListen string // embedded nats-server address, e.g. "127.0.0.1:4222"
-	NATSURL    string // connect to this NATS instead of embedding one
+	DataDir string // Pebble directory
+	// FS is the data directory's file system (default the OS's); tests
+	// pass one that fails like a disk.
+	FS vfs.FS
+	// MinFreeBytes and BallastBytes tune the full-disk guard (see
+	// pebblelog.Options.MinFree and BallastSize); zero takes the defaults.
+	MinFreeBytes int64
+	BallastBytes int64
+	HTTPAddr     string // e.g. ":8080"; "127.0.0.1:0" picks a port
+	NATSListen   string // embedded nats-server address, e.g. "127.0.0.1:4222"
+	NATSURL      string // connect to this NATS instead of embedding one
 	// NATSCreds and NATSNkey authenticate Plaudit's connection to an
 	// external NATS: a credentials file (JWT and seed) or an nkey seed file.
 	NATSCreds    string
@@ -96,7 +104,8 @@ func Start(cfg Config) (*Server, error) {
 
 func (s *Server) start() (err error) {
 	cfg := s.cfg
-	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{}); err != nil {
+	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
+		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes}); err != nil {
 		return err
 	}
 	if s.tenancy, s.AdminKey, err = tenancy.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
@@ -111,7 +120,7 @@ func (s *Server) start() (err error) {
 		return err
 	}
 	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
-		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline},
+		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, Storage: s.store.Condition},
 		s.registry, s.tenancy, s.store)
 	if err != nil {
 		return err

@@ -22,7 +22,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, persist.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get %q: %w", key, err)
+		return nil, fmt.Errorf("get %q: %w", key, storageError(err))
 	}
 	out := bytes.Clone(v)
 	closer.Close()
@@ -51,7 +51,7 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	if err := addKVs(batch, kvs); err != nil {
 		return err
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := s.commit(batch); err != nil {
 		return fmt.Errorf("put: %w", err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (s *Store) DeleteRange(start, end []byte) error {
 	if err := batch.DeleteRange(dirKey(start), dirKey(end), nil); err != nil {
 		return err
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := s.commit(batch); err != nil {
 		return fmt.Errorf("delete range: %w", err)
 	}
 	return nil
@@ -103,7 +103,7 @@ func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	lower := dirKey(prefix)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return fmt.Errorf("scan: %w", err)
+		return fmt.Errorf("scan: %w", storageError(err))
 	}
 	for valid := it.First(); valid; valid = it.Next() {
 		v, err := it.ValueAndErr()
@@ -116,7 +116,7 @@ func (s *Store) Scan(prefix []byte, fn func(key, value []byte) error) error {
 		}
 	}
 	if err := it.Close(); err != nil { // Close returns the iterator's error
-		return fmt.Errorf("scan: %w", err)
+		return fmt.Errorf("scan: %w", storageError(err))
 	}
 	return nil
 }

@@ -32,7 +32,12 @@ func (s *Store) Load(agent string) (persist.Recovered, error) {
 	if torn != nil {
 		// Deleting it lets the next Append reuse the sequence; otherwise a
 		// later record would sit behind a bad one and read as corruption.
-		if err := s.db.Delete(torn, pebble.Sync); err != nil {
+		batch := s.db.NewBatch()
+		defer batch.Close()
+		if err := batch.Delete(torn, nil); err != nil {
+			return persist.Recovered{}, err
+		}
+		if err := s.commit(batch); err != nil {
 			return persist.Recovered{}, fmt.Errorf("agent %s: drop torn record: %w", agent, err)
 		}
 	}
@@ -58,7 +63,7 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 		r.Snapshot, r.SnapshotSeq, r.LastSeq = state, seq, seq
 	case errors.Is(err, pebble.ErrNotFound):
 	default:
-		return r, nil, fmt.Errorf("agent %s: snapshot: %w", agent, err)
+		return r, nil, fmt.Errorf("agent %s: snapshot: %w", agent, storageError(err))
 	}
 
 	prefixLen := len(eventPrefix(agent))
@@ -67,7 +72,7 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 		UpperBound: eventUpper(agent),
 	})
 	if err != nil {
-		return r, nil, fmt.Errorf("agent %s: %w", agent, err)
+		return r, nil, fmt.Errorf("agent %s: %w", agent, storageError(err))
 	}
 	defer it.Close()
 	for valid := it.First(); valid; {
@@ -82,7 +87,7 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return r, nil, fmt.Errorf("agent %s: event %d: %w", agent, seq, err)
+			return r, nil, fmt.Errorf("agent %s: event %d: %w", agent, seq, storageError(err))
 		}
 		payload, ok := checkRecord(it.Key(), v)
 		if ok {
@@ -95,12 +100,12 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 			return r, nil, corrupt(agent, seq, "checksum mismatch")
 		}
 		if err := it.Error(); err != nil {
-			return r, nil, fmt.Errorf("agent %s: %w", agent, err)
+			return r, nil, fmt.Errorf("agent %s: %w", agent, storageError(err))
 		}
 		return r, eventKey(agent, seq), nil
 	}
 	if err := it.Error(); err != nil {
-		return r, nil, fmt.Errorf("agent %s: %w", agent, err)
+		return r, nil, fmt.Errorf("agent %s: %w", agent, storageError(err))
 	}
 	return r, nil, nil
 }

@@ -2,6 +2,8 @@ package pebblelog
 
 import (
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -20,10 +22,18 @@ type Options struct {
 	// MaxSnapshotSize caps a decompressed snapshot (default 1 GiB); a
 	// snapshot that would decode larger is reported as corrupt.
 	MaxSnapshotSize uint64
-	// Logger receives Pebble's log output. nil discards informational and
-	// error messages (Pebble otherwise logs to stderr) and panics on fatal
-	// ones, which Pebble raises only when it cannot continue.
-	Logger pebble.Logger
+	// Logger receives Pebble's log and events (corruption, background
+	// errors, write stalls) and the store's own (disk full); nil discards.
+	Logger *slog.Logger
+	// MinFree is the free space below which writes are refused with
+	// persist.ErrStorageFull (default 5% of the disk, at most 256 MiB).
+	MinFree int64
+	// BallastSize is the size of the ballast file kept in the directory
+	// for Pebble to write into should the disk fill regardless (default 1%
+	// of the disk, at most 256 MiB; negative means none).
+	BallastSize int64
+	// SpaceInterval is how often free space is measured (default 1 s).
+	SpaceInterval time.Duration
 }
 
 const (
@@ -46,7 +56,10 @@ func (o Options) withDefaults() Options {
 		o.MaxSnapshotSize = defaultMaxSnapshotSize
 	}
 	if o.Logger == nil {
-		o.Logger = quietLogger{}
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SpaceInterval <= 0 {
+		o.SpaceInterval = time.Second
 	}
 	return o
 }
@@ -60,7 +73,8 @@ func openDB(dir string, o Options) (*pebble.DB, error) {
 		FS:                 o.FS,
 		Cache:              cache,
 		MemTableSize:       o.MemTableSize,
-		Logger:             o.Logger,
+		Logger:             slogLogger{o.Logger},
+		EventListener:      eventListener(o.Logger),
 		FormatMajorVersion: pebble.FormatNewest,
 	}
 	db, err := pebble.Open(dir, popts)
@@ -74,12 +88,4 @@ func openDB(dir string, o Options) (*pebble.DB, error) {
 // It exists for benchmark baselines (a synced pebble Set per write).
 func OpenRaw(dir string) (*pebble.DB, error) {
 	return openDB(dir, Options{}.withDefaults())
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)  {}
-func (quietLogger) Errorf(string, ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/plaudit/plaudit/persist"
 )
@@ -22,6 +25,11 @@ type Store struct {
 	closed bool
 	db     *pebble.DB
 	codec  *codec
+	space  *space
+	logger *slog.Logger
+	// failed holds the error that fenced writes after Pebble's commit
+	// pipeline broke (see commit); nil while healthy.
+	failed atomic.Pointer[error]
 
 	// snapMu stripes SaveSnapshot by agent so that its read of the stored
 	// snapshot seq and its write are atomic. Appends never take it.
@@ -38,12 +46,57 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblelog: %w", err)
 	}
-	db, err := openDB(dir, opts)
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		c.close()
+		return nil, fmt.Errorf("pebblelog: %w", err)
+	}
+	sp, err := newSpace(opts.FS, dir, opts, opts.Logger)
 	if err != nil {
 		c.close()
 		return nil, err
 	}
-	return &Store{db: db, codec: c, snapSeed: maphash.MakeSeed()}, nil
+	opts.FS = vfs.OnDiskFull(opts.FS, sp.onDiskFull)
+	db, err := openDB(dir, opts)
+	if err != nil {
+		sp.close()
+		c.close()
+		return nil, err
+	}
+	return &Store{db: db, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed()}, nil
+}
+
+// commit commits b synced. It refuses the write while the disk is full or
+// after Pebble's commit pipeline has broken: Pebble reports a failed WAL
+// write through Logger.Fatalf (or a bare panic when rotating its WAL), and
+// can take no further commits. That panic is caught here and becomes the
+// error of this write and of every later one, so the process and its reads
+// live on, and no caller is told a failed write succeeded.
+func (s *Store) commit(b *pebble.Batch) (err error) {
+	if f := s.failed.Load(); f != nil {
+		return *f
+	}
+	if err := s.space.admit(int64(b.Len())); err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: pebble commit: %v", persist.ErrFailed, r)
+			if s.failed.CompareAndSwap(nil, &err) {
+				s.logger.Error("store failed: writes refused until restart", "component", "pebblelog", "err", err)
+			}
+		}
+	}()
+	return storageError(b.Commit(pebble.Sync))
+}
+
+// Condition implements persist.Store.
+func (s *Store) Condition() persist.Condition {
+	full, free, minFree := s.space.condition()
+	c := persist.Condition{Full: full, FreeBytes: free, MinFreeBytes: minFree}
+	if f := s.failed.Load(); f != nil {
+		c.Failed = *f
+	}
+	return c
 }
 
 // Append implements persist.Store.
@@ -89,7 +142,7 @@ func (s *Store) Append(b persist.Batch) error {
 	if err := addKVs(batch, b.Index); err != nil {
 		return err
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := s.commit(batch); err != nil {
 		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
 	}
 	return nil
@@ -119,7 +172,7 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 			return nil
 		}
 	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
+		return fmt.Errorf("snapshot: agent %s: %w", agent, storageError(err))
 	}
 	batch := s.db.NewBatchWithSize(len(sk) + len(v) + 2*eventKeyLen(agent) + 64)
 	defer batch.Close()
@@ -132,7 +185,7 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	if err := batch.DeleteRange(eventPrefix(agent), end, nil); err != nil {
 		return err
 	}
-	if err := batch.Commit(pebble.Sync); err != nil {
+	if err := s.commit(batch); err != nil {
 		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
 	}
 	return nil
@@ -147,6 +200,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	err := s.db.Close()
+	s.space.close()
 	s.codec.close()
 	return err
 }

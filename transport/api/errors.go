@@ -9,6 +9,7 @@ import (
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/transport/idempotency"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
@@ -49,12 +50,19 @@ var failures = []struct {
 	{idempotency.ErrInProgress, failure{409, "idempotency_in_progress", 10}},
 	{ErrBodyTooLarge, failure{413, "body_too_large", 8}},
 	{ErrUnsupportedMedia, failure{415, "unsupported_media_type", 3}},
+	{persist.ErrStorageFull, failure{503, "storage_full", 8}},
+	{persist.ErrFailed, failure{503, "storage_failed", 14}},
+	{persist.ErrCorrupt, failure{500, "data_corrupt", 15}},
 	{actors.ErrOverloaded, failure{503, "overloaded", 8}},
 	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
 	{ErrRecovering, failure{503, "unavailable", 14}},
 }
 
 var internalFailure = failure{500, "internal", 13}
+
+// storageFullRetry is the Retry-After of a write refused on a full disk, in
+// seconds: room returns by an operator's hand, not in a moment.
+const storageFullRetry = 10
 
 func classify(err error) failure {
 	for _, f := range failures {
@@ -70,7 +78,10 @@ func errorResponse(err error, reqID string, shape ErrorShape) Response {
 	f := classify(err)
 	msg := err.Error()
 	resp := Response{Status: f.status, Body: errorBody(f, msg, reqID, shape), RequestID: reqID, Message: msg}
-	if f.status == 503 {
+	switch {
+	case f.code == "storage_full":
+		resp.RetryAfter = storageFullRetry
+	case f.status == 503:
 		resp.RetryAfter = 1
 	}
 	return resp

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/internal/jsonw"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/transport/idempotency"
 	"github.com/plaudit/plaudit/transport/judging"
@@ -32,6 +33,9 @@ type Config struct {
 	// (30s).
 	Judge         judging.JudgeFunc
 	JudgeDeadline time.Duration
+	// Storage reports the store's fitness for writes, for Health; nil
+	// counts it always fit.
+	Storage func() persist.Condition
 }
 
 // Service serves every operation. It is safe for concurrent use.
@@ -105,6 +109,32 @@ func (s *Service) SetReady() {
 
 // Ready reports whether the service serves requests.
 func (s *Service) Ready() bool { return s.ready.Load() }
+
+// Health is the answer to a health check: 200 "ok"; 200 "degraded" while
+// the disk is full (reads are served, writes refused); 503 "recovering"
+// before the service is ready and "failed" once the store has fenced
+// writes until a restart.
+func (s *Service) Health() Response {
+	if !s.ready.Load() {
+		return Response{Status: 503, Body: []byte(`{"status":"recovering"}`)}
+	}
+	var c persist.Condition
+	if s.cfg.Storage != nil {
+		c = s.cfg.Storage()
+	}
+	switch {
+	case c.Failed != nil:
+		b := append([]byte(`{"status":"failed","storage":"failed","error":`), jsonw.String(nil, c.Failed.Error())...)
+		return Response{Status: 503, Body: append(b, '}')}
+	case c.Full:
+		b := []byte(`{"status":"degraded","storage":"full","free_bytes":`)
+		b = jsonw.Int(b, c.FreeBytes)
+		b = append(b, `,"min_free_bytes":`...)
+		b = append(jsonw.Int(b, c.MinFreeBytes), '}')
+		return Response{Status: 200, Body: b}
+	}
+	return Response{Status: 200, Body: []byte(`{"status":"ok"}`)}
+}
 
 // Tenancy is the service's tenancy, for doors to authenticate against.
 func (s *Service) Tenancy() *tenancy.Tenancy { return s.tenancy }

@@ -87,11 +87,7 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path)}
 	if path == "/healthz" {
 		ctx.Response.Header.Set("X-Request-Id", req.RequestID)
-		if d.svc.Ready() {
-			write(ctx, api.Response{Status: 200, Body: []byte(`{"status":"ok"}`)})
-		} else {
-			write(ctx, api.Response{Status: 503, Body: []byte(`{"status":"recovering"}`)})
-		}
+		write(ctx, d.svc.Health())
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {

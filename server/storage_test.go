@@ -1,0 +1,209 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/plaudit/plaudit/persist/faultfs"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+)
+
+// TestFullDiskRefusesWritesOnBothDoors fills the data directory's disk
+// under a running server: writes are refused with 503 storage_full and a
+// Retry-After on HTTP and NATS, reads and /healthz ("degraded") go on,
+// every acknowledged signal is kept, and writes resume by themselves once
+// the disk has room again.
+func TestFullDiskRefusesWritesOnBothDoors(t *testing.T) {
+	fs := faultfs.NewQuota(vfs.NewMem(), 64<<20)
+	s := startServer(t, Config{DataDir: "data", FS: fs, MinFreeBytes: 2 << 20, BallastBytes: 1 << 20})
+	c := newClient(t, s, adminKey)
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "disk"}`), "id")
+	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`), "id")
+	signal := func(i int) response {
+		return c.request("POST", "/api/v1/agents/"+agent+"/signals",
+			fmt.Sprintf(`{"kind": "step", "value": %d, "run_id": %q}`, i, run), nil)
+	}
+	if r := c.request("GET", "/healthz", "", nil); r.status != 200 || string(r.body) != `{"status":"ok"}` {
+		t.Fatalf("healthz = %d %s", r.status, r.body)
+	}
+
+	fs.SetCapacity(fs.Used() + 256<<10) // another process took the rest
+	acked := 0
+	var refused response
+	for i := range 50000 {
+		r := signal(i)
+		if r.status == 201 {
+			acked++
+			continue
+		}
+		refused = r
+		break
+	}
+	if refused.status != 503 || str(t, refused.json(t), "error", "code") != "storage_full" || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("after %d signals: %d %s (Retry-After %q), want 503 storage_full", acked, refused.status, refused.body, refused.header.Get("Retry-After"))
+	}
+	if acked == 0 {
+		t.Fatal("no signal fitted before the disk counted as full")
+	}
+
+	nc := newNATSClient(t, s, adminKey)
+	msg := natsRequest(t, nc.nc, "plaudit.v1.default."+agent+".signal",
+		fmt.Sprintf(`{"kind": "step", "value": 1, "run_id": %q}`, run), map[string]string{"Authorization": "Bearer " + adminKey})
+	if msg.code != "503" || msg.msg.Header.Get("Retry-After") == "" || str(t, msg.fields, "error", "code") != "storage_full" {
+		t.Fatalf("NATS signal on a full disk: code %q, Retry-After %q, %s", msg.code, msg.msg.Header.Get("Retry-After"), msg.msg.Data)
+	}
+	if r := c.request("GET", "/healthz", "", nil); r.status != 200 || str(t, r.json(t), "status") != "degraded" {
+		t.Fatalf("healthz on a full disk = %d %s", r.status, r.body)
+	}
+	signals := list(t, c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", ""), "items")
+	if len(signals) != acked {
+		t.Fatalf("run has %d signals, want the %d acknowledged", len(signals), acked)
+	}
+
+	fs.SetCapacity(64 << 20)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := signal(-1)
+		if r.status == 201 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes did not resume once the disk had room: %d %s", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := c.request("GET", "/healthz", "", nil); string(r.body) != `{"status":"ok"}` {
+		t.Fatalf("healthz once the disk had room = %d %s", r.status, r.body)
+	}
+}
+
+// errorLog records the messages a server logs at ERROR.
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *errorLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	h.mu.Lock()
+	h.lines = append(h.lines, line)
+	h.mu.Unlock()
+	return nil
+}
+func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *errorLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *errorLog) count(substr string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.lines {
+		if strings.Contains(l, substr) {
+			n++
+		}
+	}
+	return n
+}
+
+// flushAndCorrupt flushes the stopped server's data into tables and flips a
+// byte of the table holding needle, after it.
+func flushAndCorrupt(t *testing.T, dir string, needle []byte, after int) string {
+	t.Helper()
+	db, err := pebblelog.OpenRaw(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	for _, table := range tables {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(data, needle); i >= 0 {
+			data[i+len(needle)+after] ^= 0xff
+			if err := os.WriteFile(table, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Base(table)
+		}
+	}
+	t.Fatalf("no table holds %q", needle)
+	return ""
+}
+
+// TestCorruptAgentIsFencedAndNamed: a damaged table block holding one
+// agent's events makes that agent answer at once with 500 data_corrupt
+// naming it and the file, logged at ERROR once; another agent is served,
+// and the server shuts down cleanly.
+func TestCorruptAgentIsFencedAndNamed(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, Config{DataDir: dir})
+	c := newClient(t, s, adminKey)
+	agents, runs := make([]string, 2), make([]string, 2)
+	for i := range agents {
+		agents[i] = str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "a"}`), "id")
+		runs[i] = str(t, c.must(201, "POST", "/api/v1/agents/"+agents[i]+"/runs", `{}`), "id")
+		for j := range 100 {
+			c.must(201, "POST", "/api/v1/agents/"+agents[i]+"/signals", fmt.Sprintf(`{"kind": "step", "value": %d, "run_id": %q}`, j, runs[i]))
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	table := flushAndCorrupt(t, dir, []byte("e/"+agents[0]+"/"), 20)
+
+	log := &errorLog{}
+	s = startServer(t, Config{DataDir: dir, Logger: slog.New(log)})
+	c = newClient(t, s, adminKey)
+	for range 3 {
+		r := c.request("GET", "/api/v1/agents/"+agents[0]+"/runs/"+runs[0]+"/signals", "", nil)
+		msg := str(t, r.json(t), "error", "message")
+		if r.status != 500 || str(t, r.json(t), "error", "code") != "data_corrupt" ||
+			!strings.Contains(msg, "agent "+agents[0]) || !strings.Contains(msg, "on-disk corruption in "+table) {
+			t.Fatalf("read of the damaged agent = %d %s", r.status, r.body)
+		}
+	}
+	if n := log.count("agent recovery failed"); n != 1 {
+		t.Fatalf("recovery failure logged %d times, want once:\n%s", n, strings.Join(log.lines, "\n"))
+	}
+	if got := list(t, c.must(200, "GET", "/api/v1/agents/"+agents[1]+"/runs/"+runs[1]+"/signals", ""), "items"); len(got) != 100 {
+		t.Fatalf("the other agent has %d signals, want 100", len(got))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestCorruptDirectoryRefusesToStart: damage in the directory (keys,
+// workspaces, indexes: every tenant's) stops the server from starting, with
+// an error naming the file, rather than serving some tenants wrongly.
+func TestCorruptDirectoryRefusesToStart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, Config{DataDir: dir})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	table := flushAndCorrupt(t, dir, []byte("d/"), 4)
+	_, err := Start(Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0", BootstrapKey: adminKey})
+	if err == nil || !strings.Contains(err.Error(), "on-disk corruption in "+table) {
+		t.Fatalf("Start = %v, want an error naming %s", err, table)
+	}
+}
