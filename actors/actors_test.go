@@ -92,7 +92,7 @@ func newRegistry(t *testing.T, store persist.Store, tune func(*Config)) *Registr
 
 func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run) {
 	t.Helper()
-	info, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, false))
+	info, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, time.Time{}, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func createAgentWithRun(t *testing.T, r *Registry) (engine.AgentInfo, engine.Run
 	}
 	// Selection answers before its append; a read waits for it, so tests
 	// start from a durable agent.
-	if _, err := Read(r, info.ID, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
+	if _, err := Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	return info, cr.Run
@@ -118,16 +118,16 @@ func answer[R any](out *Outcome[R], err error) (R, error) {
 }
 
 func createRun(r *Registry, info engine.AgentInfo, cmd engine.CreateRun) (engine.CreatedRun, error) {
-	return answer(r.CreateRun(info, cmd, false))
+	return answer(r.CreateRun(info, cmd, time.Time{}, false))
 }
 
 func runSignals(r *Registry, agentID, runID string) ([]engine.Signal, error) {
-	return Read(r, agentID, func(a *engine.Agent, _ time.Time) ([]engine.Signal, error) { return a.RunSignals(runID) })
+	return Read(r, agentID, time.Time{}, func(a *engine.Agent, _ time.Time) ([]engine.Signal, error) { return a.RunSignals(runID) })
 }
 
 func signal(r *Registry, agentID, runID string, i int) (engine.SignalResult, error) {
 	cmd := engine.RecordSignal{Kind: "k", Value: float64(i), RunID: runID, DedupKey: fmt.Sprint("d-", i)}
-	return answer(Write(r, agentID, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
+	return answer(Write(r, agentID, time.Time{}, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
 		return a.RecordSignal(cmd, now, rnd)
 	}))
 }

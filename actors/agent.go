@@ -157,6 +157,12 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		x.entry.inflight.Add(-1)
 		return
 	}
+	if !q.by.IsZero() && !time.Now().Before(q.by) {
+		// Its caller is giving up now: the work would be wasted, and would
+		// delay the requests queued behind it past their deadlines too.
+		x.respond(q, ErrExpired)
+		return
+	}
 	switch {
 	case x.recoverErr != nil:
 		x.respond(q, x.recoverErr)

@@ -114,7 +114,7 @@ func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
 // run's external id is unique in its workspace: a second run claiming one
 // is ErrConflict. Without hold, the answer comes before the run is durable
 // unless Config.DurableSelect (see answerEarly); with hold, see Write.
-func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, hold bool) (*Outcome[engine.CreatedRun], error) {
+func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, by time.Time, hold bool) (*Outcome[engine.CreatedRun], error) {
 	release := func() {}
 	if cmd.ExternalID != "" {
 		key := runExtKey(agent.Workspace, cmd.ExternalID)
@@ -124,7 +124,7 @@ func (r *Registry) CreateRun(agent engine.AgentInfo, cmd engine.CreateRun, hold 
 			return nil, err
 		}
 	}
-	return write(r, agent.ID, hold, true, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.CreatedRun, []engine.Event, error) {
+	return write(r, agent.ID, by, hold, true, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.CreatedRun, []engine.Event, error) {
 		return a.CreateRun(cmd, now, rnd)
 	}, release)
 }

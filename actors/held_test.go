@@ -33,7 +33,7 @@ func (b *batchStore) appended() []persist.Batch {
 
 func heldSignal(r *Registry, agentID, runID string, i int) (*Outcome[engine.SignalResult], error) {
 	cmd := engine.RecordSignal{Kind: "k", Value: float64(i), RunID: runID}
-	return Write(r, agentID, true, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
+	return Write(r, agentID, time.Time{}, true, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
 		return a.RecordSignal(cmd, now, rnd)
 	})
 }
@@ -116,7 +116,7 @@ func TestRequestAbandonedBeforeTheActorIsDropped(t *testing.T) {
 	go func() {
 		defer close(done)
 		// Keeps the actor's goroutine until released.
-		_, _ = Read(r, info.ID, func(*engine.Agent, time.Time) (struct{}, error) {
+		_, _ = Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
 			close(entered)
 			<-busy
 			return struct{}{}, nil
@@ -170,14 +170,14 @@ func TestExternalIDsReserveOnlyThemselves(t *testing.T) {
 	r := newRegistry(t, openStore(t, nil), nil)
 	a1, _ := createAgentWithRun(t, r)
 	a2, _ := createAgentWithRun(t, r)
-	held, err := r.CreateRun(a1, engine.CreateRun{ExternalID: "ticket-1"}, true)
+	held, err := r.CreateRun(a1, engine.CreateRun{ExternalID: "ticket-1"}, time.Time{}, true)
 	if err != nil || held.Err != nil {
 		t.Fatalf("held creation: %+v, %v", held, err)
 	}
 	if _, err := createRun(r, a2, engine.CreateRun{ExternalID: "ticket-2"}); err != nil {
 		t.Fatalf("another id while ticket-1 is held: %v", err)
 	}
-	if _, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "x", ExternalID: "ticket-1"}, false)); err != nil {
+	if _, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "x", ExternalID: "ticket-1"}, time.Time{}, false)); err != nil {
 		t.Fatalf("an agent's external id is another namespace than a run's: %v", err)
 	}
 	same := make(chan error, 1)

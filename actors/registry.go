@@ -29,6 +29,9 @@ var (
 	// write failed, recovery failed, or the registry is closed. A write
 	// that got this error may or may not be durable.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrExpired means the request's deadline passed before its actor
+	// reached it: it was dropped unexecuted, and may be retried.
+	ErrExpired = errors.New("request expired waiting for its agent")
 )
 
 // Config tunes the registry; zero fields take the defaults below.
@@ -157,7 +160,7 @@ func (r *Registry) shardOf(agentID string) *shard {
 // CreateAgent creates an agent in workspace cmd.Workspace (the registry
 // picks its id). An external id is unique in the workspace: a second agent
 // claiming one is ErrConflict. With hold, see Write.
-func (r *Registry) CreateAgent(cmd engine.CreateAgent, hold bool) (*Outcome[engine.AgentInfo], error) {
+func (r *Registry) CreateAgent(cmd engine.CreateAgent, by time.Time, hold bool) (*Outcome[engine.AgentInfo], error) {
 	r.randMu.Lock()
 	cmd.ID = id.New(id.Agent, r.cfg.Now(), r.idRand)
 	r.randMu.Unlock()
@@ -170,7 +173,7 @@ func (r *Registry) CreateAgent(cmd engine.CreateAgent, hold bool) (*Outcome[engi
 			return nil, err
 		}
 	}
-	return write(r, cmd.ID, hold, false, func(a *engine.Agent, now time.Time, _ *rand.Rand) (engine.AgentInfo, []engine.Event, error) {
+	return write(r, cmd.ID, by, hold, false, func(a *engine.Agent, now time.Time, _ *rand.Rand) (engine.AgentInfo, []engine.Event, error) {
 		return a.CreateAgent(cmd, now)
 	}, release)
 }

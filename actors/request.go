@@ -34,6 +34,10 @@ type request struct {
 	// hold keeps the write's events from the log until Commit hands over
 	// the records to write in the same batch (see Outcome.Commit).
 	hold bool
+	// by is the request's deadline from admission (zero: none). An actor
+	// that reaches the request later drops it unexecuted (ErrExpired), and
+	// its caller stops waiting for it then.
+	by time.Time
 
 	// state settles who owns the request: the actor (taken) or the caller,
 	// which stopped waiting before the actor reached it (abandoned). An
@@ -53,8 +57,8 @@ const (
 	reqAbandoned
 )
 
-func newRequest(read, hold bool) *request {
-	q := &request{read: read, hold: hold, done: make(chan error, 1)}
+func newRequest(read, hold bool, by time.Time) *request {
+	q := &request{read: read, hold: hold, by: by, done: make(chan error, 1)}
 	if hold {
 		q.decided = make(chan struct{})
 	}
@@ -70,11 +74,34 @@ func (q *request) finish(err error) { q.done <- err }
 // attach hands a held write's records to its actor.
 type attach struct{ req *request }
 
+// patience is how long a caller waits for the actor to take q: until its
+// deadline, and never past timeout.
+func (q *request) patience(timeout time.Duration) time.Duration {
+	if q.by.IsZero() {
+		return timeout
+	}
+	return min(timeout, max(time.Until(q.by), 0))
+}
+
+// abandon gives up on a request the actor has not taken, so that it is
+// dropped unexecuted, and returns the caller's error; nil means the actor
+// has taken it.
+func (q *request) abandon(timeout time.Duration) error {
+	if !q.state.CompareAndSwap(reqPending, reqAbandoned) {
+		return nil
+	}
+	if !q.by.IsZero() && !time.Now().Before(q.by) {
+		return ErrExpired
+	}
+	return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
+}
+
 // awaitDecision waits until a held write is decided, or failed before it
-// was. On timeout it abandons a request the actor has not taken (nothing
-// will be written); one already taken is decided at once, so it waits on.
+// was. At its deadline it abandons a request the actor has not taken
+// (nothing will be written); one already taken is decided at once, so it
+// waits on.
 func (q *request) awaitDecision(timeout time.Duration) error {
-	t := time.NewTimer(timeout)
+	t := time.NewTimer(q.patience(timeout))
 	defer t.Stop()
 	select {
 	case <-q.decided:
@@ -83,8 +110,8 @@ func (q *request) awaitDecision(timeout time.Duration) error {
 		return err
 	case <-t.C:
 	}
-	if q.state.CompareAndSwap(reqPending, reqAbandoned) {
-		return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
+	if err := q.abandon(timeout); err != nil {
+		return err
 	}
 	select {
 	case <-q.decided:
@@ -94,17 +121,26 @@ func (q *request) awaitDecision(timeout time.Duration) error {
 	}
 }
 
-// waitDone waits for the request to complete.
+// waitDone waits for the request to complete. One the actor has not taken
+// by its deadline is abandoned; one it has taken is waited for up to
+// timeout in all, and past that its outcome is unknown.
 func (q *request) waitDone(timeout time.Duration) error {
-	t := time.NewTimer(timeout)
+	start := time.Now()
+	t := time.NewTimer(q.patience(timeout))
 	defer t.Stop()
 	select {
 	case err := <-q.done:
 		return err
 	case <-t.C:
 	}
-	if q.state.CompareAndSwap(reqPending, reqAbandoned) {
-		return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
+	if err := q.abandon(timeout); err != nil {
+		return err
+	}
+	t.Reset(max(timeout-time.Since(start), 0))
+	select {
+	case err := <-q.done:
+		return err
+	case <-t.C:
 	}
 	return ErrUnknownOutcome
 }
@@ -112,12 +148,15 @@ func (q *request) waitDone(timeout time.Duration) error {
 // Read runs fn against the agent's state inside its actor, after every
 // change the actor applied before it is durable, and returns fn's answer.
 // fn must not keep the *engine.Agent or anything that aliases its state.
-func Read[R any](r *Registry, agentID string, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
+//
+// by is the request's deadline (zero: none): past it, a request the actor
+// has not reached is dropped unexecuted with ErrExpired.
+func Read[R any](r *Registry, agentID string, by time.Time, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
 	var (
 		res     R
 		verdict error
 	)
-	q := newRequest(true, false)
+	q := newRequest(true, false, by)
 	q.do = func(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
 		res, verdict = fn(a, now)
 		return nil, nil
@@ -158,15 +197,16 @@ type Outcome[R any] struct {
 // records. Commit must then be called exactly once; until then the agent's
 // log waits.
 //
-// The error is about delivery (ErrOverloaded, ErrUnavailable and its
-// ErrUnknownOutcome); the engine's verdict is Outcome.Err.
-func Write[R any](r *Registry, agentID string, hold bool, cmd Command[R]) (*Outcome[R], error) {
-	return write(r, agentID, hold, false, cmd, nil)
+// by is the deadline, as for Read. The error is about delivery
+// (ErrOverloaded, ErrExpired, ErrUnavailable and its ErrUnknownOutcome);
+// the engine's verdict is Outcome.Err.
+func Write[R any](r *Registry, agentID string, by time.Time, hold bool, cmd Command[R]) (*Outcome[R], error) {
+	return write(r, agentID, by, hold, false, cmd, nil)
 }
 
-func write[R any](r *Registry, agentID string, hold, early bool, cmd Command[R], release func()) (*Outcome[R], error) {
+func write[R any](r *Registry, agentID string, by time.Time, hold, early bool, cmd Command[R], release func()) (*Outcome[R], error) {
 	out := &Outcome[R]{r: r, release: release}
-	q := newRequest(false, hold)
+	q := newRequest(false, hold, by)
 	q.early = early
 	q.do = func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error) {
 		var evs []engine.Event

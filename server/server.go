@@ -55,8 +55,9 @@ type Config struct {
 	Now     func() time.Time
 	Version string // reported by the NATS service's $SRV.INFO
 
-	IdempotencyTTL time.Duration // how long Idempotency-Key records are kept (24h)
-	JudgeDeadline  time.Duration // how long a judged reward's model judges are asked before it fails (30s)
+	IdempotencyTTL  time.Duration // how long Idempotency-Key records are kept (24h)
+	JudgeDeadline   time.Duration // how long a judged reward's model judges are asked before it fails (30s)
+	RequestDeadline time.Duration // how long a request may wait for its agent (5s)
 }
 
 // Server is a running Plaudit.
@@ -120,7 +121,7 @@ func (s *Server) start() (err error) {
 		return err
 	}
 	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
-		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, Storage: s.store.Condition},
+		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition},
 		s.registry, s.tenancy, s.store)
 	if err != nil {
 		return err
@@ -174,6 +175,7 @@ func (s *Server) startNATS() error {
 		if err != nil {
 			return err
 		}
+		ns.SetLoggerV2(natsdoor.ServerLogger(s.cfg.Logger), false, false, false)
 		s.nats = ns
 		ten.OnRevoke(func(p tenancy.Principal) { s.embedded.Disconnect(p.KeyID) })
 		url = ns.ClientURL()

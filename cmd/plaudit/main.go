@@ -69,6 +69,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.MailboxLimit, "mailbox-limit", 1024, "requests in flight per agent before 503")
 	fs.DurationVar(&cfg.IdempotencyTTL, "idempotency-ttl", 24*time.Hour, "keep Idempotency-Key records this long")
 	fs.DurationVar(&cfg.JudgeDeadline, "judge-deadline", 30*time.Second, "ask a judged reward's model judges this long before it fails")
+	fs.DurationVar(&cfg.RequestDeadline, "request-deadline", 5*time.Second, "drop a request still waiting for its agent this long after admission (503 overloaded, Retry-After)")
+	fs.Int64Var(&cfg.MinFreeBytes, "min-free-bytes", 0, "refuse writes (503 storage_full) below this much free disk (0: 5% of the disk, at most 256 MiB)")
+	fs.Int64Var(&cfg.BallastBytes, "ballast-bytes", 0, "size of the ballast file kept in the data directory (0: 1% of the disk, at most 256 MiB; negative: none)")
 	fs.BoolVar(&cfg.DurableSelect, "durable-select", false, "answer run creation only after its fsync, like every other write")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
@@ -114,8 +115,12 @@ type Request struct {
 	IdempotencyKey []byte
 	// Prefer is the Prefer header ("" when absent): "wait=N" holds a
 	// judged reward's answer until it is final or N seconds pass.
-	Prefer    string
-	Started   uint64 // start order, stamped at admission (Service.Stamp)
+	Prefer  string
+	Started uint64 // start order, stamped at admission (Service.Stamp)
+	// Deadline is when the request stops being worth answering; zero
+	// takes Config.RequestDeadline from when the service gets it. A door
+	// that knows when the request arrived sets it from then.
+	Deadline  time.Time
 	RequestID string
 	Errors    ErrorShape
 }

@@ -118,7 +118,7 @@ func (c *call) reviewValues(rewards []judging.Reward) (map[string]float64, error
 	}
 	out := map[string]float64{}
 	for agentID, ids := range runs {
-		vals, err := actors.Read(c.s.reg, agentID, func(a *engine.Agent, _ time.Time) (map[string]float64, error) {
+		vals, err := actors.Read(c.s.reg, agentID, c.by, func(a *engine.Agent, _ time.Time) (map[string]float64, error) {
 			vals := map[string]float64{}
 			for _, runID := range ids {
 				reps, err := a.Reports(runID)

@@ -54,6 +54,7 @@ var failures = []struct {
 	{persist.ErrFailed, failure{503, "storage_failed", 14}},
 	{persist.ErrCorrupt, failure{500, "data_corrupt", 15}},
 	{actors.ErrOverloaded, failure{503, "overloaded", 8}},
+	{actors.ErrExpired, failure{503, "overloaded", 8}},
 	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
 	{ErrRecovering, failure{503, "unavailable", 14}},
 }

@@ -35,7 +35,7 @@ func (c *call) createAgent() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	out, err := c.s.reg.CreateAgent(cmd, c.idem != nil)
+	out, err := c.s.reg.CreateAgent(cmd, c.by, c.idem != nil)
 	return settle(c, out, err, func(info engine.AgentInfo) (result, error) { return created(appendAgent(nil, info)) })
 }
 
@@ -93,7 +93,7 @@ func (c *call) createRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	out, err := c.s.reg.CreateRun(agent, cmd, c.idem != nil)
+	out, err := c.s.reg.CreateRun(agent, cmd, c.by, c.idem != nil)
 	return settle(c, out, err, func(cr engine.CreatedRun) (result, error) { return created(appendCreatedRun(nil, cr)) })
 }
 
@@ -113,7 +113,7 @@ func (c *call) getRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	r, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (engine.Run, error) { return a.Run(runID) })
+	r, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) (engine.Run, error) { return a.Run(runID) })
 	if err != nil {
 		return result{}, err
 	}
@@ -218,7 +218,7 @@ func (c *call) listRunSignals() (result, error) {
 		s    engine.Signal
 		runs []string
 	}
-	items, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) ([]item, error) {
+	items, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) ([]item, error) {
 		sigs, err := a.RunSignals(runID)
 		if err != nil {
 			return nil, err
@@ -278,7 +278,7 @@ func (c *call) objectiveVersion(v int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	o, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (engine.ObjectiveVersion, error) {
+	o, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) (engine.ObjectiveVersion, error) {
 		return a.Objective(v)
 	})
 	if err != nil {
@@ -296,7 +296,7 @@ func (c *call) getReward() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	rw, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, now time.Time) (objective.Reward, error) {
+	rw, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, now time.Time) (objective.Reward, error) {
 		return a.Reward(runID, v, now)
 	})
 	if err != nil {
@@ -323,7 +323,7 @@ func (c *call) versionRewards() (result, error) {
 		limit = n
 	}
 	version := c.req.Target.Version
-	sum, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, now time.Time) (objective.Summary, error) {
+	sum, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, now time.Time) (objective.Summary, error) {
 		return a.VersionRewards(version, v, limit, now)
 	})
 	if err != nil {

@@ -239,7 +239,7 @@ func (c *call) listEvidence() (result, error) {
 		reports  []engine.Report
 		feedback []engine.Feedback
 	}
-	ev, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (evidence, error) {
+	ev, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) (evidence, error) {
 		reps, err := a.Reports(runID)
 		return evidence{reps, a.RunFeedback(runID)}, err
 	})

@@ -270,7 +270,7 @@ var judgeSignals = []struct {
 // (the reward stays open and is tried again at the next start); the
 // engine refusing them (the run is gone) is logged and not retried.
 func (s *Service) appendJudgeSignals(r judging.Reward) error {
-	out, err := actors.Write(s.reg, r.EpisodeAgent, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
+	out, err := actors.Write(s.reg, r.EpisodeAgent, time.Time{}, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
 		var evs []engine.Event
 		for _, sig := range judgeSignals {
 			_, e, err := a.RecordSignal(engine.RecordSignal{Kind: sig.kind, Value: sig.value(r.Scores),

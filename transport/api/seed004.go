@@ -64,7 +64,7 @@ func (c *call) createObjective() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	out, err := c.s.reg.CreateRun(agent, cmd, c.idem != nil)
+	out, err := c.s.reg.CreateRun(agent, cmd, c.by, c.idem != nil)
 	if out != nil {
 		out.Err = field.Rename(out.Err, objectiveFields)
 	}
@@ -78,7 +78,7 @@ func (c *call) getObjectiveRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	cr, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) (engine.CreatedRun, error) {
+	cr, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) (engine.CreatedRun, error) {
 		r, err := a.Run(runID)
 		if err != nil {
 			return engine.CreatedRun{}, err
@@ -241,7 +241,7 @@ func (c *call) feedbackPage(agentID string, f engine.FeedbackFilter, before, lim
 		names map[string]string // variation id → name
 		next  int
 	}
-	p, err := actors.Read(c.s.reg, agentID, func(a *engine.Agent, _ time.Time) (page, error) {
+	p, err := actors.Read(c.s.reg, agentID, c.by, func(a *engine.Agent, _ time.Time) (page, error) {
 		items, next := a.ListFeedback(f, before, limit)
 		p := page{items: items, next: next}
 		if includeInfo {

@@ -33,6 +33,10 @@ type Config struct {
 	// (30s).
 	Judge         judging.JudgeFunc
 	JudgeDeadline time.Duration
+	// RequestDeadline is how long after admission a request may wait for
+	// its agent (5s): one its actor reaches later is dropped, and answered
+	// 503 overloaded with a Retry-After.
+	RequestDeadline time.Duration
 	// Storage reports the store's fitness for writes, for Health; nil
 	// counts it always fit.
 	Storage func() persist.Condition
@@ -70,6 +74,9 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RequestDeadline <= 0 {
+		cfg.RequestDeadline = 5 * time.Second
 	}
 	keeper, err := idempotency.New(store, cfg.IdempotencyTTL, cfg.Now)
 	if err != nil {
@@ -177,7 +184,10 @@ func (s *Service) Handle(req *Request) Response {
 	if !s.ready.Load() {
 		return s.Error(req, ErrRecovering)
 	}
-	c := &call{s: s, req: req, p: req.Principal, ws: req.Principal.Home}
+	if req.Deadline.IsZero() {
+		req.Deadline = time.Now().Add(s.cfg.RequestDeadline)
+	}
+	c := &call{s: s, req: req, p: req.Principal, ws: req.Principal.Home, by: req.Deadline}
 	res, err := s.serve(c)
 	return c.respond(res, err)
 }
@@ -187,7 +197,8 @@ type call struct {
 	s   *Service
 	req *Request
 	p   tenancy.Principal
-	ws  string // the workspace the request acts in
+	ws  string    // the workspace the request acts in
+	by  time.Time // the request's deadline (Request.Deadline)
 	// idem is the request's Idempotency-Key reservation, and recorded tells
 	// whether its record went out with the write it records.
 	idem     *idempotency.Reservation
@@ -272,7 +283,7 @@ func (c *call) record(res result, err error) (idempotency.Record, bool) {
 // here, from the outcome, and committed in the same batch as the write's
 // events, so after any crash a retry finds either both or neither.
 func write[R any](c *call, agentID string, cmd actors.Command[R], render func(R) (result, error)) (result, error) {
-	out, err := actors.Write(c.s.reg, agentID, c.idem != nil, cmd)
+	out, err := actors.Write(c.s.reg, agentID, c.by, c.idem != nil, cmd)
 	return settle(c, out, err, render)
 }
 

@@ -44,7 +44,7 @@ func (c *call) listVariations() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	vs, err := actors.Read(c.s.reg, agent.ID, func(a *engine.Agent, _ time.Time) ([]engine.Variation, error) {
+	vs, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, _ time.Time) ([]engine.Variation, error) {
 		return a.Variations(), nil
 	})
 	if err != nil {
@@ -67,7 +67,7 @@ func (c *call) getVariation() (result, error) {
 
 func (c *call) variation(agentID string) (engine.Variation, error) {
 	varID := c.req.Target.Variation
-	return actors.Read(c.s.reg, agentID, func(a *engine.Agent, _ time.Time) (engine.Variation, error) {
+	return actors.Read(c.s.reg, agentID, c.by, func(a *engine.Agent, _ time.Time) (engine.Variation, error) {
 		return a.Variation(varID)
 	})
 }
