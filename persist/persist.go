@@ -102,10 +102,12 @@ type Store interface {
 	// must not exceed the last acknowledged event.
 	SaveSnapshot(agent string, seq uint64, state []byte) error
 	// Load returns agent's snapshot and log tail. A torn final record
-	// (checksum mismatch on the last event) is dropped and deleted, so the
-	// next Append reuses its sequence; any other bad record, a sequence gap
-	// or a corrupt snapshot is an error wrapping ErrCorrupt that names the
-	// agent. An agent with nothing stored returns a zero Recovered.
+	// (checksum mismatch on the last event) that was never acknowledged is
+	// dropped and deleted, so the next Append reuses its sequence; any
+	// other bad record, a sequence gap, a log that ends before an event
+	// that was acknowledged, or a corrupt snapshot is an error wrapping
+	// ErrCorrupt that names the agent. An agent with nothing stored
+	// returns a zero Recovered.
 	Load(agent string) (Recovered, error)
 	// Get reads a directory key (ErrNotFound if absent).
 	Get(key []byte) ([]byte, error)

@@ -8,6 +8,8 @@
 //	e/<agent>/<seq>   event record; <seq> is 8 bytes big-endian, so byte order
 //	                  is sequence order
 //	s/<agent>         the agent's snapshot
+//	h/<agent>         the agent's high-water mark: the last seq ever
+//	                  appended, written in the batch of every append
 //	d/<key>           directory entry (caller's key verbatim)
 //
 // Agent ids never contain '/', so "e/<agent>/" is a prefix of exactly that
@@ -34,6 +36,12 @@
 // snapshot that replaces it.
 //
 // Pebble's WAL already makes each batch atomic, so a torn event record is not
-// expected from Pebble itself; Load still treats a bad final record as torn
-// (dropped and deleted) and any earlier one as corruption.
+// expected from Pebble itself; Load still treats a bad final record above
+// the high-water mark as torn (dropped and deleted), and any other bad
+// record as corruption. A log that ends below the high-water mark lost
+// acknowledged events (a table or WAL lost or restored from an older copy):
+// Load refuses it with ErrCorrupt rather than serve the agent rolled back.
+// A truncated newest WAL takes the mark back with the events, so that loss
+// cannot be seen here; Pebble logs it when it replays the WAL (see
+// Options.Logger).
 package pebblelog

@@ -11,6 +11,7 @@ const (
 	eventTag    = 'e'
 	snapshotTag = 's'
 	dirTag      = 'd'
+	highTag     = 'h'
 	seqLen      = 8
 )
 
@@ -63,6 +64,14 @@ func seqOf(key []byte, prefixLen int) (uint64, bool) {
 func snapshotKey(agent string) []byte {
 	k := make([]byte, 0, 2+len(agent))
 	k = append(k, snapshotTag, '/')
+	return append(k, agent...)
+}
+
+// highKey returns "h/<agent>", whose value is the agent's high-water mark:
+// the last sequence number ever appended, 8 bytes big-endian.
+func highKey(agent string) []byte {
+	k := make([]byte, 0, 2+len(agent))
+	k = append(k, highTag, '/')
 	return append(k, agent...)
 }
 

@@ -2,6 +2,7 @@ package pebblelog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -44,6 +45,23 @@ func (s *Store) Load(agent string) (persist.Recovered, error) {
 	return r, nil
 }
 
+// highWater reads the agent's high-water mark (0 for a log older than the
+// mark).
+func (s *Store) highWater(view *pebble.Snapshot, agent string) (uint64, error) {
+	v, closer, err := view.Get(highKey(agent))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("agent %s: high-water mark: %w", agent, storageError(err))
+	}
+	defer closer.Close()
+	if len(v) != seqLen {
+		return 0, fmt.Errorf("agent %s: high-water mark of %d bytes: %w", agent, len(v), persist.ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
 func corrupt(agent string, seq uint64, why string) error {
 	return fmt.Errorf("agent %s: event %d: %s: %w", agent, seq, why, persist.ErrCorrupt)
 }
@@ -65,6 +83,19 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 	default:
 		return r, nil, fmt.Errorf("agent %s: snapshot: %w", agent, storageError(err))
 	}
+
+	high, err := s.highWater(view, agent)
+	if err != nil {
+		return r, nil, err
+	}
+	defer func() {
+		// The log must reach the high-water mark: an event below it was
+		// acknowledged, and a log that ends short of it went backwards.
+		if err == nil && torn == nil && r.LastSeq < high {
+			err = fmt.Errorf("agent %s: the log ends at event %d, but events to %d were acknowledged: %w",
+				agent, r.LastSeq, high, persist.ErrCorrupt)
+		}
+	}()
 
 	prefixLen := len(eventPrefix(agent))
 	it, err := view.NewIter(&pebble.IterOptions{
@@ -96,7 +127,7 @@ func (s *Store) read(view *pebble.Snapshot, agent string) (r persist.Recovered, 
 			valid = it.Next()
 			continue
 		}
-		if it.Next() {
+		if it.Next() || seq <= high {
 			return r, nil, corrupt(agent, seq, "checksum mismatch")
 		}
 		if err := it.Error(); err != nil {

@@ -1,6 +1,7 @@
 package pebblelog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -108,7 +109,7 @@ func (s *Store) Append(b persist.Batch) error {
 	if b.First == 0 || n > 0 && b.First > math.MaxUint64-(n-1) {
 		return fmt.Errorf("append: agent %s: first seq %d: %w", b.Agent, b.First, persist.ErrInvalid)
 	}
-	size := 12
+	size := 12 + 24 + 2 + len(b.Agent) + seqLen
 	for _, ev := range b.Events {
 		size += 24 + eventKeyLen(b.Agent) + crcLen + len(ev)
 	}
@@ -135,6 +136,15 @@ func (s *Store) Append(b persist.Batch) error {
 		op := batch.SetDeferred(kl, crcLen+len(ev))
 		appendEventKey(op.Key[:0], b.Agent, seq)
 		putRecord(op.Value, op.Key, ev)
+		if err := op.Finish(); err != nil {
+			return err
+		}
+	}
+	if n > 0 {
+		hk := highKey(b.Agent)
+		op := batch.SetDeferred(len(hk), seqLen)
+		copy(op.Key, hk)
+		binary.BigEndian.PutUint64(op.Value, b.First+n-1)
 		if err := op.Finish(); err != nil {
 			return err
 		}

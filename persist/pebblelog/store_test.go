@@ -2,6 +2,7 @@ package pebblelog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"strings"
@@ -147,6 +148,7 @@ func TestTornFinalRecordIsDropped(t *testing.T) {
 			s := openTemp(t)
 			appendN(t, s, "agt_t", 1, 5)
 			rewrite(t, s, eventKey("agt_t", 5), damage)
+			setHighWater(t, s, "agt_t", 4) // event 5 was never acknowledged
 			r, err := s.Load("agt_t")
 			if err != nil {
 				t.Fatalf("Load: %v", err)
@@ -178,12 +180,51 @@ func TestTornOnlyTailRecordAfterSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	rewrite(t, s, eventKey("agt", 4), flipLast)
+	setHighWater(t, s, "agt", 3)
 	r, err := s.Load("agt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.SnapshotSeq != 3 || r.LastSeq != 3 || len(r.Tail) != 0 {
 		t.Fatalf("Load = %+v, want snapshot at 3 and empty tail", r)
+	}
+}
+
+// setHighWater overwrites agent's high-water mark, as if the batch that
+// raised it past seq had never been acknowledged.
+func setHighWater(t *testing.T, s *Store, agent string, seq uint64) {
+	t.Helper()
+	if err := s.db.Set(highKey(agent), binary.BigEndian.AppendUint64(nil, seq), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDamagedAcknowledgedRecordIsCorruption: a bad final record that the
+// high-water mark says was acknowledged is not dropped as torn: it is
+// corruption.
+func TestDamagedAcknowledgedRecordIsCorruption(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 5)
+	rewrite(t, s, eventKey("agt", 5), flipLast)
+	wantCorrupt(t, s, "agt", "event 5: checksum mismatch")
+}
+
+// TestLogBehindHighWaterIsCorruption: a log that lost its newest events
+// (with or without a snapshot before them) is refused, naming both ends.
+func TestLogBehindHighWaterIsCorruption(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		s := openTemp(t)
+		appendN(t, s, "agt", 1, 10)
+		if snapshot {
+			if err := s.SaveSnapshot("agt", 6, []byte("s6")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		end := append(eventKey("agt", 10), 0)
+		if err := s.db.DeleteRange(eventKey("agt", 8), end, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		wantCorrupt(t, s, "agt", "the log ends at event 7, but events to 10 were acknowledged")
 	}
 }
 
