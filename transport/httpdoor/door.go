@@ -57,13 +57,20 @@ func New(cfg Config, svc *api.Service) *Door {
 	}
 	d := &Door{cfg: cfg, svc: svc}
 	d.srv = &fasthttp.Server{
-		Handler:                      d.Handle,
-		ErrorHandler:                 d.handleTransportError,
-		Name:                         "plaudit",
-		ReadTimeout:                  cfg.ReadTimeout,
-		WriteTimeout:                 cfg.WriteTimeout,
-		IdleTimeout:                  cfg.IdleTimeout,
-		MaxRequestBodySize:           cfg.MaxBody,
+		Handler:            d.Handle,
+		ErrorHandler:       d.handleTransportError,
+		Name:               "plaudit",
+		ReadTimeout:        cfg.ReadTimeout,
+		WriteTimeout:       cfg.WriteTimeout,
+		IdleTimeout:        cfg.IdleTimeout,
+		MaxRequestBodySize: cfg.MaxBody,
+		// Besides keeping no buffers for idle connections, this makes
+		// fasthttp close a new connection that sends nothing within
+		// ReadTimeout without a word (acquireByteReader treats that read's
+		// error as EOF); otherwise the ErrorHandler would answer it a 400 it
+		// never asked for. A keep-alive connection idle past IdleTimeout is
+		// closed silently either way.
+		ReduceMemoryUsage:            true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true, // a multipart body is 415 here, not a parse error
 		Logger:                       quietLogger{cfg.Logger},

@@ -34,14 +34,32 @@ const adminKey = "pl_test_admin_key_0123456789abcdef"
 type doorEnv struct {
 	t    *testing.T
 	svc  *api.Service
-	ln   *fasthttputil.InmemoryListener
+	dial func() (net.Conn, error) // a new connection to the door
 	hc   *http.Client
 	seen map[string]bool // X-Request-Ids answered so far
 }
 
-// newDoorEnv serves cfg's door over a fresh service; ready marks the
-// service ready (as server.Start does once the tenancy is loaded).
+// newDoorEnv serves cfg's door over a fresh service on an in-memory
+// listener; ready marks the service ready (as server.Start does once the
+// tenancy is loaded).
 func newDoorEnv(t *testing.T, cfg Config, ready bool) *doorEnv {
+	t.Helper()
+	ln := fasthttputil.NewInmemoryListener()
+	return serveDoorEnv(t, cfg, ready, ln, ln.Dial)
+}
+
+// newTCPDoorEnv is a ready newDoorEnv on a loopback socket, for what only
+// a real connection shows (one closed without a byte written).
+func newTCPDoorEnv(t *testing.T, cfg Config) *doorEnv {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveDoorEnv(t, cfg, true, ln, func() (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) })
+}
+
+func serveDoorEnv(t *testing.T, cfg Config, ready bool, ln net.Listener, dial func() (net.Conn, error)) *doorEnv {
 	t.Helper()
 	store, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
 	if err != nil {
@@ -60,11 +78,10 @@ func newDoorEnv(t *testing.T, cfg Config, ready bool) *doorEnv {
 		svc.SetReady()
 	}
 	d := New(cfg, svc)
-	ln := fasthttputil.NewInmemoryListener()
 	served := make(chan error, 1)
 	go func() { served <- d.Serve(ln) }()
-	e := &doorEnv{t: t, svc: svc, ln: ln, seen: map[string]bool{}}
-	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return ln.Dial() }}
+	e := &doorEnv{t: t, svc: svc, dial: dial, seen: map[string]bool{}}
+	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return dial() }}
 	e.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
@@ -146,7 +163,7 @@ func (e *doorEnv) do(t *testing.T, key, method, path, body string, hdr map[strin
 // response off it.
 func (e *doorEnv) raw(t *testing.T, request string) response {
 	t.Helper()
-	conn, err := e.ln.Dial()
+	conn, err := e.dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -691,5 +708,58 @@ func TestRoutesNameHandledOps(t *testing.T) {
 	}
 	if err := Route(&api.Request{}, "GET", "/api/v1/nope"); !errors.Is(err, api.ErrRouteNotFound) {
 		t.Errorf("Route(GET /api/v1/nope) = %v, want %v", err, api.ErrRouteNotFound)
+	}
+}
+
+// TestIdleConnectionsCloseSilently: a connection that sends nothing is
+// closed after its timeout (ReadTimeout while new, IdleTimeout between
+// requests) without a byte written. An unasked-for answer is not only
+// noise: a client that sends its next request just then reads it as that
+// request's answer.
+func TestIdleConnectionsCloseSilently(t *testing.T) {
+	e := newTCPDoorEnv(t, Config{ReadTimeout: 100 * time.Millisecond, IdleTimeout: 100 * time.Millisecond})
+	t.Run("new", func(t *testing.T) {
+		c, err := e.dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		expectSilentClose(t, c, c)
+	})
+	t.Run("kept alive between requests", func(t *testing.T) {
+		c, err := e.dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: plaudit.test\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("/healthz: %d, Connection: close %v; want 200 kept alive", resp.StatusCode, resp.Close)
+		}
+		expectSilentClose(t, c, br)
+	})
+}
+
+// expectSilentClose waits for the server to close c and fails if anything
+// arrives on r (c, or a reader over it) first.
+func expectSilentClose(t *testing.T, c net.Conn, r io.Reader) {
+	t.Helper()
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(5 * time.Second))
+	b, err := io.ReadAll(r)
+	if len(b) > 0 {
+		t.Fatalf("the idle connection received %d bytes after %v: %q", len(b), time.Since(start).Round(time.Millisecond), b)
+	}
+	if err != nil {
+		t.Fatalf("the idle connection was not closed cleanly (EOF): %v after %v", err, time.Since(start).Round(time.Millisecond))
 	}
 }
