@@ -21,6 +21,8 @@ var (
 	ErrMethodNotAllowed = errors.New("method not allowed")
 	ErrRouteNotFound    = errors.New("no such route")
 	ErrRecovering       = errors.New("the server is still recovering")
+	// ErrBodyBudget: the bodies a door is reading already fill its budget.
+	ErrBodyBudget = errors.New("too many request bodies in flight")
 )
 
 var errNotFound = engine.ErrNotFound
@@ -55,6 +57,7 @@ var failures = []struct {
 	{persist.ErrCorrupt, failure{500, "data_corrupt", 15}},
 	{actors.ErrOverloaded, failure{503, "overloaded", 8}},
 	{actors.ErrExpired, failure{503, "overloaded", 8}},
+	{ErrBodyBudget, failure{503, "overloaded", 8}},
 	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
 	{ErrRecovering, failure{503, "unavailable", 14}},
 }

@@ -24,24 +24,45 @@ import (
 
 // Config configures the door; zero fields take defaults.
 type Config struct {
-	MaxBody      int // bytes; default 1 MiB
-	ReadTimeout  time.Duration
+	MaxBody int // bytes; default 1 MiB
+	// BodyBudget bounds the bytes of request bodies being read at once,
+	// across all connections: default 64 MiB, never less than MaxBody. A
+	// body that does not fit is refused unread, 503 with Retry-After.
+	BodyBudget int
+	// BodyTimeout is how long a request's body may take to arrive once its
+	// headers have (default 10 s).
+	BodyTimeout time.Duration
+	// ReadTimeout is how long a new connection may take to send its first
+	// request's headers, and any request its headers from their first
+	// byte (default 30 s).
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response (default 130 s).
 	WriteTimeout time.Duration
-	IdleTimeout  time.Duration
-	Logger       *slog.Logger
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request (default 2 min).
+	IdleTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Door is the HTTP door over one service.
 type Door struct {
-	cfg Config
-	svc *api.Service
-	srv *fasthttp.Server
+	cfg    Config
+	svc    *api.Service
+	srv    *fasthttp.Server
+	budget *budget
 }
 
 // New returns the door over svc.
 func New(cfg Config, svc *api.Service) *Door {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
+	}
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = 64 << 20
+	}
+	cfg.BodyBudget = max(cfg.BodyBudget, cfg.MaxBody)
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 10 * time.Second
 	}
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = 30 * time.Second
@@ -55,10 +76,12 @@ func New(cfg Config, svc *api.Service) *Door {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Door{cfg: cfg, svc: svc}
+	d := &Door{cfg: cfg, svc: svc, budget: newBudget(cfg.BodyBudget)}
 	d.srv = &fasthttp.Server{
 		Handler:            d.Handle,
 		ErrorHandler:       d.handleTransportError,
+		HeaderReceived:     d.headerReceived,
+		StreamRequestBody:  true, // see body.go
 		Name:               "plaudit",
 		ReadTimeout:        cfg.ReadTimeout,
 		WriteTimeout:       cfg.WriteTimeout,
@@ -116,15 +139,10 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 	req.Principal = p
 	method := string(ctx.Method())
 	if method == fasthttp.MethodPost || method == fasthttp.MethodPut {
-		raw := ctx.PostBody()
-		if len(raw) > d.cfg.MaxBody {
-			return api.ErrBodyTooLarge
-		}
-		if len(raw) > 0 && !isJSON(ctx.Request.Header.ContentType()) {
-			return api.ErrUnsupportedMedia
+		if req.Body, err = d.readBody(ctx); err != nil {
+			return err
 		}
 		// fasthttp reuses its buffers once the handler returns.
-		req.Body = bytes.Clone(raw)
 		if key := ctx.Request.Header.Peek("Idempotency-Key"); key != nil {
 			req.IdempotencyKey = bytes.Clone(key)
 		}
@@ -155,12 +173,18 @@ func write(ctx *fasthttp.RequestCtx, resp api.Response) {
 	ctx.SetBody(resp.Body)
 }
 
-// handleTransportError answers requests fasthttp rejects before Handle,
-// chiefly bodies over MaxRequestBodySize.
+// handleTransportError answers requests fasthttp rejects before Handle:
+// malformed heads, and requests whose head or first body bytes did not
+// arrive in time. (Bodies over the limit are Handle's: fasthttp streams
+// them.)
 func (d *Door) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	req := &api.Request{RequestID: d.svc.RequestID(), Errors: errorShape(string(ctx.Path()))}
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		write(ctx, d.svc.Error(req, fmt.Errorf("%w: the limit is %d bytes", api.ErrBodyTooLarge, d.cfg.MaxBody)))
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) { // not with streamed bodies; kept should that change
+		write(ctx, d.svc.Error(req, d.tooLarge()))
+		return
+	}
+	if timedOut(err) {
+		write(ctx, d.svc.Error(req, field.Errorf("", "request not received in time")))
 		return
 	}
 	// fasthttp's error quotes the request head, Authorization included:

@@ -311,9 +311,8 @@ func TestHealthzBeforeAndAfterReady(t *testing.T) {
 
 // TestBodyOverLimitIs413: a body over MaxBody is 413 body_too_large in its
 // path's error shape, with a matching request id, and is not applied,
-// whether it is declared by Content-Length (fasthttp's
-// MaxRequestBodySize) or sent chunked; a body of exactly MaxBody bytes is
-// accepted.
+// whether it is declared by Content-Length (refused unread) or sent
+// chunked; a body of exactly MaxBody bytes is accepted.
 func TestBodyOverLimitIs413(t *testing.T) {
 	const limit = 512
 	e := newDoorEnv(t, Config{MaxBody: limit}, true)
@@ -457,13 +456,12 @@ func TestErrorShapePerPathPrefix(t *testing.T) {
 			expectError(t, e.do(t, tc.key, tc.method, tc.path, "", nil), tc.status, tc.sh, tc.code, "")
 		})
 	}
-	// A request fasthttp cannot parse is answered by the door's transport
-	// error handler, 400 invalid_request. Its shape follows the path only
-	// while fasthttp still has it: not when the headers did not parse, and
-	// not after a failed body read (fasthttp resets the request then), so
-	// these answer the {"error"} shape even under /v1/workspaces. (A body
-	// over the limit by its Content-Length keeps its path's shape:
-	// TestBodyOverLimitIs413.)
+	// A request that cannot be parsed is 400 invalid_request. Its head is
+	// fasthttp's to parse, and a head it cannot parse is answered by the
+	// door's transport error handler in the {"error"} shape, even under
+	// /v1/workspaces: the path is not known. The body the door reads itself
+	// (fasthttp streams it), so a malformed chunk is answered in its path's
+	// shape, as is a body over the limit (TestBodyOverLimitIs413).
 	head := "POST %s HTTP/1.1\r\nHost: plaudit.test\r\nAuthorization: Bearer " + adminKey + "\r\nContent-Type: application/json\r\n"
 	for _, tc := range []struct {
 		name, request string
@@ -613,15 +611,19 @@ func TestRequestTranslation(t *testing.T) {
 		404, rpcShape, 5.0, "")
 }
 
-// TestReadTimeout: a request that stalls past ReadTimeout, in its headers
-// or its body, is answered (a 4xx with an X-Request-Id, in the error
-// shape) and its connection closed, instead of holding the connection.
+// TestReadTimeout: a request that stalls past its deadline, ReadTimeout
+// for its head and BodyTimeout for its body (whether fasthttp is reading
+// it or, past its first bytes, the door), is answered (a 4xx with an
+// X-Request-Id, in the error shape) and its connection closed, instead of
+// holding the connection.
 func TestReadTimeout(t *testing.T) {
-	e := newDoorEnv(t, Config{ReadTimeout: 100 * time.Millisecond}, true)
+	e := newDoorEnv(t, Config{ReadTimeout: 100 * time.Millisecond, BodyTimeout: 100 * time.Millisecond}, true)
+	post := "POST /api/v1/agents HTTP/1.1\r\nHost: plaudit.test\r\nAuthorization: Bearer " + adminKey +
+		"\r\nContent-Type: application/json\r\n"
 	for _, tc := range []struct{ name, request string }{
 		{"stalled headers", "GET /api/v1/agents HTTP/1.1\r\nHost: plaudit.test\r\n"},
-		{"stalled body", "POST /api/v1/agents HTTP/1.1\r\nHost: plaudit.test\r\nAuthorization: Bearer " + adminKey +
-			"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"},
+		{"stalled body", post + "Content-Length: 100\r\n\r\n{"},
+		{"stalled body past its first bytes", post + "Content-Length: 100000\r\n\r\n{" + strings.Repeat(" ", 3*preRead)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -629,12 +631,12 @@ func TestReadTimeout(t *testing.T) {
 			if res.status < 400 || res.status >= 500 {
 				t.Errorf("status %d, want a 4xx; body %s", res.status, res.body)
 			}
-			expectError(t, res, res.status, jsonShape, "invalid_request", "")
+			expectError(t, res, res.status, jsonShape, "invalid_request", "in time")
 			if !res.close {
 				t.Error("the connection stays open (no Connection: close)")
 			}
 			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("answered after %v with ReadTimeout 100ms", d)
+				t.Errorf("answered after %v with timeouts of 100ms", d)
 			}
 		})
 	}

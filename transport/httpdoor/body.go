@@ -1,0 +1,178 @@
+package httpdoor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/transport/api"
+)
+
+// How a request body reaches the service, and what a client that sends it
+// slowly can hold:
+//
+//   - fasthttp streams bodies (Server.StreamRequestBody): before the handler
+//     runs it reads at most preRead bytes of one, and the handler reads the
+//     rest itself, once the key has been checked. (fasthttp's default reads
+//     the whole body first, into a buffer of the declared Content-Length
+//     allocated as soon as the headers are in: 2,000 anonymous connections
+//     declaring 1 MiB and sending 5 bytes held 2 GB, kept afterwards in
+//     fasthttp's pools.)
+//   - headerReceived checks the key on the headers alone. Without a valid
+//     one fasthttp reads at most 1 byte of the body (0 would mean "the
+//     default"), and the handler answers 401 without reading more; fasthttp
+//     then discards the rest of a small body (under the deadline below) or
+//     closes the connection.
+//   - From its headers on, a body has BodyTimeout to arrive, on a deadline
+//     fasthttp sets on the connection.
+//   - A body larger than preRead takes its declared size (MaxBody when
+//     chunked) from the door's budget before it is read and gives it back
+//     once read or failed; one that does not fit is 503 + Retry-After,
+//     unread. Taking and giving back both happen in the handler, so no
+//     fasthttp path (a client gone mid-body, a deadline) can skip the
+//     release.
+//   - The buffer a body is read into grows as its bytes arrive and belongs
+//     to the request (the service keeps it); none of fasthttp's pooled
+//     buffers grows to a body's size. ReduceMemoryUsage also returns a
+//     connection's read and write buffers to the pools between requests.
+//
+// A client without a key that sends no byte of its body at all is answered
+// only when BodyTimeout expires, and then 400, not 401: fasthttp waits for
+// that 1 byte, and resets the request, headers included, when it fails.
+
+// preRead is how much of a streamed body fasthttp reads before the handler
+// runs (readBodyWithStreaming in fasthttp's http.go). A body that small has
+// arrived whole by then, so it takes nothing from the budget; what such
+// bodies hold is bounded by the number of connections.
+const preRead = 8 << 10
+
+// budget is the number of body bytes that may still be read at once.
+type budget struct{ free atomic.Int64 }
+
+func newBudget(n int) *budget {
+	b := &budget{}
+	b.free.Store(int64(n))
+	return b
+}
+
+// take reserves n bytes, or reports that they are not free.
+func (b *budget) take(n int) bool {
+	for {
+		free := b.free.Load()
+		if free < int64(n) {
+			return false
+		}
+		if b.free.CompareAndSwap(free, free-int64(n)) {
+			return true
+		}
+	}
+}
+
+func (b *budget) give(n int) { b.free.Add(int64(n)) }
+
+// headerReceived runs once a request's headers are in, before fasthttp
+// reads any of its body.
+func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if n := h.ContentLength(); n == 0 || n == -2 { // -2: no body framing, so no body
+		return fasthttp.RequestConfig{}
+	}
+	conf := fasthttp.RequestConfig{ReadTimeout: d.cfg.BodyTimeout}
+	if _, err := d.svc.Tenancy().Authenticate(string(h.Peek("Authorization"))); err != nil {
+		conf.MaxRequestBodySize = 1
+	}
+	return conf
+}
+
+// readBody reads the body of an authenticated request.
+func (d *Door) readBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
+	n := ctx.Request.Header.ContentLength() // -1: chunked
+	if n == 0 || n == -2 {
+		return nil, nil
+	}
+	if n > d.cfg.MaxBody {
+		return nil, d.tooLarge()
+	}
+	if n > 0 && !isJSON(ctx.Request.Header.ContentType()) {
+		return nil, api.ErrUnsupportedMedia
+	}
+	stream := ctx.RequestBodyStream()
+	if stream == nil { // fasthttp read the body itself; its buffer is reused
+		return bytes.Clone(ctx.PostBody()), nil
+	}
+	reserve := n
+	if n < 0 {
+		reserve = d.cfg.MaxBody // a chunked body may grow to the limit
+	}
+	if reserve > preRead {
+		if !d.budget.take(reserve) {
+			return nil, fmt.Errorf("%w (the budget is %d bytes)", api.ErrBodyBudget, d.cfg.BodyBudget)
+		}
+		defer d.budget.give(reserve)
+	}
+	limit := n
+	if n < 0 {
+		limit = d.cfg.MaxBody + 1 // one more byte tells a body over the limit
+	}
+	body, err := readGrowing(stream, limit)
+	if err == nil && len(body) < n {
+		err = io.ErrUnexpectedEOF // the client closed its side mid-body
+	}
+	if err != nil {
+		// fasthttp closes the connection after a failed body read; the
+		// answer is for a client that is still listening.
+		if timedOut(err) {
+			return nil, field.Errorf("", "request body not received in time (%v)", d.cfg.BodyTimeout)
+		}
+		d.cfg.Logger.Debug("malformed request body", "err", err)
+		return nil, field.Errorf("", "malformed request body")
+	}
+	if len(body) > d.cfg.MaxBody {
+		return nil, d.tooLarge()
+	}
+	if len(body) > 0 && !isJSON(ctx.Request.Header.ContentType()) {
+		return nil, api.ErrUnsupportedMedia
+	}
+	return body, nil
+}
+
+// readGrowing reads r to its end, or to max bytes, into a buffer that grows
+// as bytes arrive (doubling from 64 KiB, never past max) rather than one
+// allocated at the declared length: a client that declares much and sends
+// little holds little.
+func readGrowing(r io.Reader, max int) ([]byte, error) {
+	b := make([]byte, 0, min(max, 64<<10))
+	for len(b) < max {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(len(b), max-len(b)))
+		}
+		m, err := r.Read(b[len(b):min(cap(b), max)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// timedOut reports whether err is a read deadline's (net.Error's Timeout
+// without its deprecated Temporary: fasthttputil's pipes have only that).
+func timedOut(err error) bool {
+	te, ok := errors.AsType[interface {
+		error
+		Timeout() bool
+	}](err)
+	return ok && te.Timeout()
+}
+
+func (d *Door) tooLarge() error {
+	return fmt.Errorf("%w: the limit is %d bytes", api.ErrBodyTooLarge, d.cfg.MaxBody)
+}
