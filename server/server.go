@@ -45,6 +45,12 @@ type Config struct {
 	MaxBody      int
 	BootstrapKey string // PLAUDIT_BOOTSTRAP_KEY
 
+	// BodyBudget and BodyTimeout bound what slow HTTP bodies can hold: the
+	// bytes of bodies being read at once (64 MiB) and how long a body may
+	// take to arrive after its headers (10s). See httpdoor.Config.
+	BodyBudget  int
+	BodyTimeout time.Duration
+
 	SnapshotEvery    int
 	SnapshotInterval time.Duration
 	IdleTimeout      time.Duration
@@ -134,7 +140,8 @@ func (s *Server) start() (err error) {
 	if err != nil {
 		return err
 	}
-	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, Logger: cfg.Logger}, s.service)
+	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
+		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}

@@ -63,6 +63,8 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "credentials file (JWT and nkey seed) of Plaudit's connection to --nats-url")
 	fs.StringVar(&cfg.NATSNkey, "nats-nkey", "", "nkey seed file of Plaudit's connection to --nats-url")
 	fs.IntVar(&cfg.MaxBody, "max-body", 1<<20, "largest accepted request body, in bytes")
+	fs.IntVar(&cfg.BodyBudget, "body-budget", 64<<20, "bytes of HTTP request bodies read at once, across all connections, before 503")
+	fs.DurationVar(&cfg.BodyTimeout, "body-timeout", 10*time.Second, "how long an HTTP request body may take to arrive after its headers")
 	fs.IntVar(&cfg.SnapshotEvery, "snapshot-every", 10000, "snapshot an agent after this many events")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", time.Minute, "snapshot an agent this long after its first unsnapshotted event")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "passivate an agent actor idle this long")
