@@ -204,9 +204,9 @@ type plaudit struct {
 	killed bool
 }
 
-// startPlaudit runs `plaudit serve` on free loopback ports and waits for
-// /healthz to answer 200.
-func startPlaudit(t *testing.T, bin, data, name string) *plaudit {
+// startPlaudit runs `plaudit serve` on free loopback ports, with any
+// further flags, and waits for /healthz to answer 200.
+func startPlaudit(t *testing.T, bin, data, name string, flags ...string) *plaudit {
 	t.Helper()
 	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(t.TempDir(), name+".log")
@@ -215,7 +215,8 @@ func startPlaudit(t *testing.T, bin, data, name string) *plaudit {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn")
+	args := append([]string{"serve", "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn"}, flags...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "PLAUDIT_BOOTSTRAP_KEY="+killTestKey)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
