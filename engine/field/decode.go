@@ -3,8 +3,11 @@ package field
 import (
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/internal/jsonw"
 )
 
 // Decoder reads a parsed JSON body field by field and keeps the first
@@ -110,21 +113,74 @@ func (d *Decoder) Enum(v *fastjson.Value, path string, words ...string) string {
 // concurrent use, so each call takes its own from the pool.
 var parsers fastjson.ParserPool
 
-// ParseJSON parses data and decodes it with decode. Malformed JSON is an
-// *Error with an empty path. The parser runs first because it bounds
-// nesting depth; the validator then rejects what the lenient parser lets
-// through (NaN, control characters in strings, malformed numbers in
-// ignored members).
-func ParseJSON[T any](data []byte, decode func(v *fastjson.Value) (T, error)) (T, error) {
+// ParseJSON parses data as RFC 8259 JSON in UTF-8 and decodes it with
+// decode. A malformed or non-finite number or a string that is not UTF-8,
+// anywhere in the document, even in a member no decoder reads, is an
+// *Error at its path (path prefixes it, as decode's own paths); any other
+// malformed JSON is one with an empty path. So every number a decoder sees
+// is finite and was written as JSON writes numbers.
+//
+// fastjson's parser alone is too lenient (it reads "+1", "1e" and "-.5e"
+// as 0, and takes NaN and Inf), and its validator names no field and
+// accepts invalid UTF-8. The parser runs first because it bounds nesting
+// depth; the walk over its tree names a bad value; the validator then
+// catches what the tree no longer shows (control characters and bad
+// escapes in strings).
+func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (T, error)) (T, error) {
+	var zero T
 	p := parsers.Get()
 	defer parsers.Put(p)
 	v, err := p.ParseBytes(data)
-	if err == nil {
-		err = fastjson.ValidateBytes(data)
-	}
 	if err != nil {
-		var zero T
+		return zero, Errorf("", "malformed JSON: %v", err)
+	}
+	if err := strict(v, path); err != nil {
+		return zero, err
+	}
+	if !utf8.Valid(data) {
+		return zero, Errorf("", "malformed JSON: not valid UTF-8")
+	}
+	if err := fastjson.ValidateBytes(data); err != nil {
 		return zero, Errorf("", "malformed JSON: %v", err)
 	}
 	return decode(v)
+}
+
+// strict returns an *Error at the path of the first value under v that
+// strict JSON rejects and fastjson's parser took: a number that is not an
+// RFC 8259 number or not finite (1e400), a string or key not in UTF-8.
+func strict(v *fastjson.Value, path string) error {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		raw := v.MarshalTo(nil) // a number's text as the parser found it
+		if !jsonw.ValidNumber(raw) {
+			return Errorf(path, "must be a JSON number, not %s", Quote(string(raw)))
+		}
+		if f, err := v.Float64(); err != nil || math.IsInf(f, 0) {
+			return Errorf(path, "must be a finite number")
+		}
+	case fastjson.TypeString:
+		if !utf8.Valid(v.GetStringBytes()) {
+			return Errorf(path, "must be valid UTF-8")
+		}
+	case fastjson.TypeObject:
+		var err error
+		v.GetObject().Visit(func(k []byte, m *fastjson.Value) {
+			switch {
+			case err != nil:
+			case !utf8.Valid(k):
+				err = Errorf(path, "has a key that is not valid UTF-8")
+			default:
+				err = strict(m, Join(path, string(k)))
+			}
+		})
+		return err
+	case fastjson.TypeArray:
+		for i, e := range v.GetArray() {
+			if err := strict(e, Index(path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrInvalid is wrapped by every validation error.
@@ -61,3 +62,24 @@ func Rename(err error, names map[string]string) error {
 	}
 	return err
 }
+
+// MaxEcho bounds the bytes of a client's value that an error message
+// repeats: a message echoing a megabyte of input would not fit a NATS
+// reply, and helps no one.
+const MaxEcho = 100
+
+// Clip returns s cut to at most MaxEcho bytes, on a rune boundary, with
+// "…" appended when it was cut.
+func Clip(s string) string {
+	if len(s) <= MaxEcho {
+		return s
+	}
+	i := MaxEcho
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// Quote is strconv.Quote of Clip(s), for error messages naming a value.
+func Quote(s string) string { return strconv.Quote(Clip(s)) }

@@ -2,7 +2,11 @@ package field
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 )
 
 func TestRename(t *testing.T) {
@@ -23,5 +27,41 @@ func TestRename(t *testing.T) {
 	other := errors.New("not a field error")
 	if Rename(other, names) != other {
 		t.Error("Rename changed an error that is not a field error")
+	}
+}
+
+// TestParseJSONNamesBadValues: a value fastjson's parser takes and strict
+// JSON does not is an error at its path (under the prefix), wherever it is.
+func TestParseJSONNamesBadValues(t *testing.T) {
+	cases := []struct{ json, path string }{
+		{`{"a": +1}`, "p.a"},
+		{`{"a": {"b": [0, 1e]}}`, "p.a.b[1]"},
+		{`{"a": NaN}`, "p.a"},
+		{`{"a": 1e400}`, "p.a"},
+		{"{\"a\": \"x\xffy\"}", "p.a"},
+		{`[-.5e]`, "p[0]"},
+		{`{"a": "raw` + "\t" + `tab"}`, ""}, // the validator's: no field named
+		{`{"a": 1} x`, ""},
+	}
+	for _, c := range cases {
+		_, err := ParseJSON([]byte(c.json), "p", func(*fastjson.Value) (int, error) { return 0, nil })
+		var fe *Error
+		if !errors.As(err, &fe) || fe.Path != c.path {
+			t.Errorf("ParseJSON(%q) = %v, want an error at %q", c.json, err, c.path)
+		}
+	}
+	if _, err := ParseJSON([]byte(`{"a": [-0, 1.5e-3, "x\u0000y"]}`), "", func(*fastjson.Value) (int, error) { return 0, nil }); err != nil {
+		t.Errorf("strict JSON refused: %v", err)
+	}
+}
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", MaxEcho) // 2 bytes a rune: the cut falls inside one
+	got := Clip(long)
+	if len(got) > MaxEcho+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("Clip = %q (%d bytes)", got, len(got))
+	}
+	if Clip("short") != "short" {
+		t.Error("Clip cut a short string")
 	}
 }

@@ -48,7 +48,7 @@ type Criterion struct {
 // wins. Strings must be valid UTF-8. Defaults: must false, weight 1,
 // tolerance 0, no prompt, no soft cap.
 func Parse(body []byte, path string) (Task, error) {
-	return field.ParseJSON(body, func(v *fastjson.Value) (Task, error) { return ParseValue(v, path) })
+	return field.ParseJSON(body, path, func(v *fastjson.Value) (Task, error) { return ParseValue(v, path) })
 }
 
 // ParseValue is Parse for a task already parsed as part of a larger body.

@@ -10,7 +10,7 @@ import (
 // *field.Error; malformed JSON is one with an empty path. Unknown fields are
 // ignored, a null member counts as absent, and of duplicate keys the first wins.
 func Parse(data []byte, path string) (Definition, error) {
-	return field.ParseJSON(data, func(v *fastjson.Value) (Definition, error) { return ParseValue(v, path) })
+	return field.ParseJSON(data, path, func(v *fastjson.Value) (Definition, error) { return ParseValue(v, path) })
 }
 
 // ParseValue is Parse for a definition already parsed as part of a larger

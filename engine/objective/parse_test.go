@@ -74,8 +74,8 @@ func TestParseErrors(t *testing.T) {
 		{``, ""},
 		{`not json`, ""},
 		{`{"terms": [` + term + `]} trailing`, ""},
-		{withTop(`"x": NaN`), ""},
-		{withTop("\"x\": \"raw\ttab\""), ""}, // control characters must be escaped
+		{withTop(`"x": NaN`), "definition.x"}, // named, even where nothing reads it
+		{withTop("\"x\": \"raw\ttab\""), ""},  // control characters must be escaped
 		{strings.Repeat("[", 1000) + strings.Repeat("]", 1000), ""},
 		{`[]`, "definition"},
 		{`"definition"`, "definition"},

@@ -66,3 +66,21 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestValidNumber(t *testing.T) {
+	valid := []string{"0", "-0", "1", "-1", "10", "0.5", "-0.5", "1e5", "1E5", "1e+5", "1e-5", "1.25e10", "123456789012345678901234567890"}
+	invalid := []string{"", "-", "+1", "01", "-01", "1.", ".5", "-.5", "1e", "1e+", "-.5e", "NaN", "inf", "-inf", "Infinity", "0x10", "1_000", "1 ", "1.2.3", "1e5e5"}
+	for _, s := range valid {
+		if !ValidNumber([]byte(s)) {
+			t.Errorf("ValidNumber(%q) = false", s)
+		}
+		if !json.Valid([]byte(s)) {
+			t.Errorf("the test is wrong: encoding/json rejects %q", s)
+		}
+	}
+	for _, s := range invalid {
+		if ValidNumber([]byte(s)) {
+			t.Errorf("ValidNumber(%q) = true", s)
+		}
+	}
+}

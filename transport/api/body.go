@@ -27,27 +27,24 @@ func (b *body) top() *body {
 	return b
 }
 
-var parsers fastjson.ParserPool
-
-// parseBody parses raw as a JSON object and calls fn with it.
+// parseBody parses raw as a JSON object and calls fn with it. The JSON is
+// held to RFC 8259 by field.ParseJSON: a malformed number anywhere in the
+// body is a 400 naming its path, never a 0.
 func parseBody(raw []byte, fn func(b *body) error) error {
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(raw)
-	if err != nil {
-		return field.Errorf("", "body is not valid JSON: %v", err)
-	}
-	if v.Type() != fastjson.TypeObject {
-		return field.Errorf("", "body must be a JSON object")
-	}
-	b := &body{v: v}
-	if err := fn(b); err != nil {
-		return err
-	}
-	return b.err
+	_, err := field.ParseJSON(raw, "", func(v *fastjson.Value) (struct{}, error) {
+		if v.Type() != fastjson.TypeObject {
+			return struct{}{}, field.Errorf("", "body must be a JSON object")
+		}
+		b := &body{v: v}
+		if err := fn(b); err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, b.err
+	})
+	return err
 }
 
 func (b *body) fail(key, format string, args ...any) {
@@ -72,15 +69,6 @@ func (b *body) get(key string) *fastjson.Value {
 
 // has reports whether key is present and not null.
 func (b *body) has(key string) bool { return b.get(key) != nil }
-
-// raw returns the JSON text of key, or nil.
-func (b *body) raw(key string) []byte {
-	v := b.get(key)
-	if v == nil {
-		return nil
-	}
-	return v.MarshalTo(nil)
-}
 
 // object returns a reader for the nested object at key, or nil when absent.
 func (b *body) object(key string) *body {

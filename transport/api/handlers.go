@@ -69,28 +69,28 @@ func BodyArgs(raw []byte) (map[string]string, error) {
 	if len(raw) == 0 {
 		return args, nil
 	}
-	p := parsers.Get()
-	defer parsers.Put(p)
-	v, err := p.ParseBytes(raw)
-	if err != nil {
-		return nil, field.Errorf("", "body is not valid JSON: %v", err)
-	}
-	o, err := v.Object()
-	if err != nil {
-		return nil, field.Errorf("", "body must be a JSON object")
-	}
-	seen := map[string]bool{}
-	o.Visit(func(k []byte, m *fastjson.Value) {
-		if seen[string(k)] {
-			return
+	_, err := field.ParseJSON(raw, "", func(v *fastjson.Value) (struct{}, error) {
+		o, err := v.Object()
+		if err != nil {
+			return struct{}{}, field.Errorf("", "body must be a JSON object")
 		}
-		seen[string(k)] = true
-		switch m.Type() {
-		case fastjson.TypeString:
-			args[string(k)] = string(m.GetStringBytes())
-		case fastjson.TypeNumber:
-			args[string(k)] = m.String()
-		}
+		seen := map[string]bool{}
+		o.Visit(func(k []byte, m *fastjson.Value) {
+			if seen[string(k)] {
+				return
+			}
+			seen[string(k)] = true
+			switch m.Type() {
+			case fastjson.TypeString:
+				args[string(k)] = string(m.GetStringBytes())
+			case fastjson.TypeNumber:
+				args[string(k)] = m.String()
+			}
+		})
+		return struct{}{}, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	return args, nil
 }

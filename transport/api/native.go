@@ -242,12 +242,12 @@ func (c *call) putObjective() (result, error) {
 	}
 	var cmd engine.PutObjective
 	err = parseBody(c.req.Body, func(b *body) error {
-		raw := b.raw("definition")
-		if raw == nil {
+		v := b.get("definition")
+		if v == nil {
 			b.fail("definition", "is required")
 			return nil
 		}
-		def, err := objective.Parse(raw, "definition")
+		def, err := objective.ParseValue(v, "definition")
 		if err != nil {
 			return err
 		}

@@ -208,7 +208,7 @@ func decodeJudgedReward(raw []byte) (judging.NewReward, error) {
 	if len(raw) == 0 {
 		raw = []byte("{}")
 	}
-	return field.ParseJSON(raw, func(v *fastjson.Value) (judging.NewReward, error) {
+	return field.ParseJSON(raw, "", func(v *fastjson.Value) (judging.NewReward, error) {
 		var dec field.Decoder
 		o := dec.Object(v, "")
 		str := func(v *fastjson.Value, path string) string {

@@ -192,7 +192,7 @@ func ParseJudgeVersion(name string, body []byte) (JudgeVersion, error) {
 	if !judgeVersionName.MatchString(name) {
 		return JudgeVersion{}, field.Errorf("judge_version", "must be j followed by a number, e.g. j2")
 	}
-	return field.ParseJSON(body, func(v *fastjson.Value) (JudgeVersion, error) {
+	return field.ParseJSON(body, "", func(v *fastjson.Value) (JudgeVersion, error) {
 		var dec field.Decoder
 		o := dec.Object(v, "")
 		judges := dec.Object(field.Member(o, "judges"), "judges")

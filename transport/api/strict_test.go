@@ -1,0 +1,68 @@
+package api_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMalformedNumbersAre400: a number outside RFC 8259's grammar (which
+// fastjson's parser read as 0) or not finite is a 400 naming its field, in
+// every body and in members nothing reads, and nothing is written.
+func TestMalformedNumbersAre400(t *testing.T) {
+	s := newS4Env(t, config{})
+	c := s.c
+	agent := s.agent(t, "strict", "")
+	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`), "id")
+	objective := s.objective(t, agent, "")
+	agentPath := "/api/v1/agents/" + agent
+	before := c.raw(agentPath+"/runs/"+run+"/signals") + c.raw(rewardsPath(run)) + c.raw(agentPath+"/objective")
+
+	// @ stands for the malformed number.
+	bodies := []struct {
+		name, method, path, body, field string
+		rpc                             bool // the seed-004 error shape
+	}{
+		{"signal value", "POST", agentPath + "/signals", `{"kind": "k", "value": @, "run_id": "` + run + `"}`, "value", false},
+		{"signal member nothing reads", "POST", agentPath + "/signals", `{"kind": "k", "value": 1, "run_id": "` + run + `", "extra": {"deep": [1, @]}}`, "extra.deep[1]", false},
+		{"report value", "POST", rewardsPath(run), `{"scorer": "s", "value": @}`, "value", false},
+		{"report weight", "POST", rewardsPath(run), `{"scorer": "s", "value": 1, "weight": @}`, "weight", false},
+		{"review value", "POST", rewardsPath(run), `{"kind": "review", "value": @}`, "value", false},
+		{"enveloped report value", "POST", rewardsPath(run), `{"value": {"scorer": "s", "value": @}}`, "value.value", false},
+		{"report detail", "POST", rewardsPath(run), `{"scorer": "s", "value": 1, "detail": {"b": @}}`, "detail.b", false},
+		{"choice shown item", "POST", rewardsPath(run), `{"kind": "choice", "shown": [1, @], "chosen": 1}`, "shown[1]", false},
+		{"feedback score", "POST", s.path("/objectives/" + objective + "/feedback"), `{"metadata": {}, "data": {"score": @}}`, "data.score", true},
+		{"objective weight", "PUT", agentPath + "/objective", `{"definition": {"terms": [{"signal": "k", "weight": @}]}}`, "definition.terms[0].weight", false},
+		{"objective horizon", "PUT", agentPath + "/objective", `{"definition": {"horizon_s": @, "terms": [{"signal": "k", "weight": 1}]}}`, "definition.horizon_s", false},
+		{"variation config", "POST", agentPath + "/variations", `{"name": "v", "config": {"t": @}}`, "config.t", false},
+		{"judged reward", "POST", "/v1/rewards", `{"task": {"id": "t"}, "answer": "a", "x": @}`, "x", false},
+	}
+	// fastjson's parser takes these as numbers; the answer names the field.
+	lenient := []string{"+1", "1e", "-.5e", ".5", "1.", "01", "-01", "1e+", "NaN", "-inf", "1e999"}
+	// These the parser itself refuses; the answer names no field.
+	refused := []string{"-", "Infinity"}
+	for _, b := range bodies {
+		for _, n := range append(lenient, refused...) {
+			want := b.field + ":"
+			if slices.Contains(refused, n) {
+				want = "malformed JSON"
+			}
+			t.Run(b.name+" "+n, func(t *testing.T) {
+				res := c.on(t).request(b.method, b.path, strings.Replace(b.body, "@", n, 1), nil)
+				if b.rpc {
+					rpcStatus(t, res, 400, 3, want)
+				} else {
+					apiError(t, res, 400, "invalid_request", want)
+				}
+			})
+		}
+	}
+	after := c.raw(agentPath+"/runs/"+run+"/signals") + c.raw(rewardsPath(run)) + c.raw(agentPath+"/objective")
+	if after != before {
+		t.Errorf("a rejected body changed state:\nbefore %s\nafter  %s", before, after)
+	}
+	// The same numbers written as JSON writes them are accepted.
+	for _, n := range []string{"1", "-0.5", "1e0", "1E-2", "0", "-0", "10.25e+1"} {
+		c.must(201, "POST", agentPath+"/signals", `{"kind": "k", "value": `+n+`, "run_id": "`+run+`"}`)
+	}
+}
