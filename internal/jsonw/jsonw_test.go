@@ -5,6 +5,9 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
 )
 
 func TestStringRoundTrips(t *testing.T) {
@@ -82,5 +85,37 @@ func TestValidNumber(t *testing.T) {
 		if ValidNumber([]byte(s)) {
 			t.Errorf("ValidNumber(%q) = true", s)
 		}
+	}
+}
+
+// TestValueAndRawAreJSON: what fastjson's lenient parser took (numbers
+// outside the grammar, NUL and invalid UTF-8 in strings) renders as valid
+// JSON; valid JSON kept from a request renders unchanged.
+func TestValueAndRawAreJSON(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"a":NaN,"b":+1,"c":-inf,"d":"x\u0000y","e":1.50,"f":[1,-.5e,"\ud83d\ude00"]}`,
+			`{"a":null,"b":null,"c":null,"d":"x\u0000y","e":1.50,"f":[1,null,"😀"]}`},
+		{"{\"k\xff\":\"v\xff\"}", `{"k\ufffd":"v\ufffd"}`},
+		{`"x\x00y"`, `"x\\x00y"`}, // fastjson's MarshalTo wrote Go escapes: kept as text
+	} {
+		var p fastjson.Parser
+		v, err := p.Parse(c.in)
+		if err != nil {
+			t.Fatalf("parse %q: %v", c.in, err)
+		}
+		if got := string(Value(nil, v)); got != c.want {
+			t.Errorf("Value(%q) = %s, want %s", c.in, got, c.want)
+		}
+		if got := Raw(nil, c.in); !json.Valid(got) || !utf8.Valid(got) {
+			t.Errorf("Raw(%q) = %s: not JSON", c.in, got)
+		}
+	}
+	for _, ok := range []string{`{"a":1.50,"b":"<x>","c":[true,null]}`, `[]`, `"s"`} {
+		if got := string(Raw(nil, ok)); got != ok {
+			t.Errorf("Raw(%s) = %s, want it unchanged", ok, got)
+		}
+	}
+	if got := string(Raw(nil, `{"a":`)); got != "null" {
+		t.Errorf("Raw of a truncated record = %s, want null", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/internal/jsonw"
 )
 
 // body reads fields of a parsed JSON object, naming the path of the first
@@ -69,6 +70,16 @@ func (b *body) get(key string) *fastjson.Value {
 
 // has reports whether key is present and not null.
 func (b *body) has(key string) bool { return b.get(key) != nil }
+
+// json returns the value at key as JSON text fit to keep and echo (see
+// jsonw.Value), or "" when absent.
+func (b *body) json(key string) string {
+	v := b.get(key)
+	if v == nil {
+		return ""
+	}
+	return string(jsonw.Value(nil, v))
+}
 
 // object returns a reader for the nested object at key, or nil when absent.
 func (b *body) object(key string) *body {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -277,6 +278,7 @@ func (c *client) rawSend(method, path, body string, hdr map[string]string) (resp
 // pending is a request admitted and stamped with its start order, not yet
 // handed to the service (or already answered, when admission refused it).
 type pending struct {
+	t      *testing.T
 	svc    *api.Service
 	req    *api.Request
 	answer *api.Response // set when admission answered the request
@@ -312,7 +314,7 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 
 	req := &api.Request{RequestID: svc.RequestID(), Started: svc.Stamp()}
 	routeErr := httpdoor.Route(req, method, decoded) // sets the error shape, route or not
-	p := &pending{svc: svc, req: req}
+	p := &pending{t: c.t, svc: svc, req: req}
 	refuse := func(err error) (*pending, error) {
 		resp := svc.Error(req, err)
 		p.answer = &resp
@@ -346,12 +348,16 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 }
 
 // send hands the request to the service and returns its answer as the
-// HTTP door writes it.
+// HTTP door writes it. Every answer of every test must be JSON in UTF-8:
+// one that is not fails the test (with Errorf, which goroutines may call).
 func (p *pending) send() response {
 	resp := p.answer
 	if resp == nil {
 		r := p.svc.Handle(p.req)
 		resp = &r
+	}
+	if !json.Valid(resp.Body) || !utf8.Valid(resp.Body) {
+		p.t.Errorf("%s answered %d with a body that is not JSON in UTF-8: %q", p.req.Op, resp.Status, resp.Body)
 	}
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/json")

@@ -129,7 +129,7 @@ func choice(b *body) (shown, chosen string) {
 		b.fail("chosen", "is required (one of shown, or null)")
 		return "", ""
 	}
-	chosen = string(cv.MarshalTo(nil))
+	chosen = string(jsonw.Value(nil, cv))
 	if cv.Type() != fastjson.TypeNull {
 		found := false
 		for _, it := range items {
@@ -142,7 +142,7 @@ func choice(b *body) (shown, chosen string) {
 			b.fail("chosen", "must be one of shown, or null")
 		}
 	}
-	return string(sv.MarshalTo(nil)), chosen
+	return string(jsonw.Value(nil, sv)), chosen
 }
 
 // jsonEqual compares two JSON values structurally (object key order aside).
@@ -208,7 +208,7 @@ func detail(b *body) string {
 			b.fail("detail."+string(k), "must be a string, number, boolean or null")
 		}
 	})
-	return string(v.MarshalTo(nil))
+	return string(jsonw.Value(nil, v))
 }
 
 func (c *call) reportReward() (result, error) {
@@ -355,13 +355,13 @@ func appendReport(b []byte, p engine.Report) []byte {
 	if p.Detail == "" {
 		b = append(b, "{}"...)
 	} else {
-		b = append(b, p.Detail...)
+		b = jsonw.Raw(b, p.Detail)
 	}
 	if p.Kind == engine.ReportChoice {
 		b = jsonw.Key(b, "shown")
-		b = append(b, p.Shown...)
+		b = jsonw.Raw(b, p.Shown)
 		b = jsonw.Key(b, "chosen")
-		b = append(b, p.Chosen...)
+		b = jsonw.Raw(b, p.Chosen)
 		if p.Prompt != "" {
 			b = jsonw.Key(b, "prompt")
 			b = jsonw.String(b, p.Prompt)

@@ -295,7 +295,7 @@ func (c *call) getAgentVariation() (result, error) {
 	b = jsonw.String(b, agent.ID)
 	if v.Config != "" {
 		b = jsonw.Key(b, "config")
-		b = append(b, v.Config...)
+		b = jsonw.Raw(b, v.Config)
 	}
 	b = append(b, '}')
 	b = jsonw.Key(b, "info")

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -64,5 +65,42 @@ func TestMalformedNumbersAre400(t *testing.T) {
 	// The same numbers written as JSON writes them are accepted.
 	for _, n := range []string{"1", "-0.5", "1e0", "1E-2", "0", "-0", "10.25e+1"} {
 		c.must(201, "POST", agentPath+"/signals", `{"kind": "k", "value": `+n+`, "run_id": "`+run+`"}`)
+	}
+}
+
+// TestEvidenceStaysJSON: a report's detail with non-finite or malformed
+// numbers, or bytes that are not UTF-8, is refused at the door; control
+// characters in its strings are kept and escaped, so the job's evidence
+// list (and every other answer, as the harness checks) stays JSON.
+func TestEvidenceStaysJSON(t *testing.T) {
+	e := newS1Env(t)
+	for _, tc := range []struct{ body, want string }{
+		{`{"scorer": "s", "value": 1, "detail": {"a": NaN, "b": +1, "c": -inf, "d": "x\u0000y"}}`, "detail.a:"},
+		{`{"scorer": "s", "value": 1, "detail": {"b": +1}}`, "detail.b:"},
+		{`{"scorer": "s", "value": 1, "detail": {"c": -inf}}`, "detail.c:"},
+		{"{\"scorer\": \"s\", \"value\": 1, \"detail\": {\"e\": \"\xff\"}}", "detail.e:"},
+		{"{\"scorer\": \"s\xfe\", \"value\": 1}", "scorer:"},
+		{"{\"scorer\": \"s\", \"value\": 1}\xff", "malformed JSON"},
+	} {
+		apiError(t, e.report(e.c, e.job, tc.body, nil), 400, "invalid_request", tc.want)
+	}
+	e.mustReport(t, `{"scorer": "s", "value": 1, "detail": {"d": "x\u0000y\u001f", "e": "<\u00ff&>\u2028", "f": 1.50}}`)
+	e.mustReport(t, `{"kind": "choice", "shown": ["a\u0000", {"k": "\u0007"}], "chosen": {"k": "\u0007"}}`)
+	raw := e.evidence(t)
+	var got struct {
+		Items []struct {
+			Detail map[string]any `json:"detail_json"`
+			Shown  []any          `json:"shown"`
+			Chosen any            `json:"chosen"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(raw), &got); err != nil || len(got.Items) != 2 {
+		t.Fatalf("evidence %s: %v", raw, err)
+	}
+	if d := got.Items[0].Detail; d["d"] != "x\x00y\x1f" || d["e"] != "<\u00ff&>\u2028" || d["f"] != 1.5 {
+		t.Errorf("detail_json = %#v, want the strings and number as sent", d)
+	}
+	if s := got.Items[1].Shown; len(s) != 2 || s[0] != "a\x00" || got.Items[1].Chosen.(map[string]any)["k"] != "\a" {
+		t.Errorf("shown = %#v, chosen = %#v, want them as sent", s, got.Items[1].Chosen)
 	}
 }

@@ -27,7 +27,7 @@ func (c *call) createVariation() (result, error) {
 				b.fail("config", "must be an object")
 				return nil
 			}
-			cmd.Config = string(v.MarshalTo(nil))
+			cmd.Config = b.json("config")
 		}
 		return nil
 	})
@@ -86,7 +86,7 @@ func appendVariation(b []byte, agentID string, v engine.Variation) []byte {
 	if v.Config == "" {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, v.Config...)
+		b = jsonw.Raw(b, v.Config)
 	}
 	b = jsonw.Key(b, "created_at")
 	b = jsonw.Time(b, v.CreatedAt)

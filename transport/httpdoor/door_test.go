@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp/fasthttputil"
 
@@ -184,8 +185,8 @@ func (e *doorEnv) raw(t *testing.T, request string) response {
 	return e.check(t, response{line: resp.Proto + " " + resp.Status, status: resp.StatusCode, header: resp.Header, body: b, close: resp.Close})
 }
 
-// check fails unless every response is JSON and carries a fresh
-// X-Request-Id.
+// check fails unless every response is JSON, in type and in body, and
+// carries a fresh X-Request-Id.
 func (e *doorEnv) check(t *testing.T, r response) response {
 	t.Helper()
 	rid := r.header.Get("X-Request-Id")
@@ -198,6 +199,9 @@ func (e *doorEnv) check(t *testing.T, r response) response {
 	e.seen[rid] = true
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s: Content-Type %q, want application/json", r.line, ct)
+	}
+	if !json.Valid(r.body) || !utf8.Valid(r.body) {
+		t.Errorf("%s: the body is not JSON in UTF-8: %q", r.line, r.body)
 	}
 	return r
 }
