@@ -82,7 +82,7 @@ type Term struct {
 // default; for a Definition built in Go, a zero HorizonS, zero Bounds and
 // empty Agg also mean their defaults, in AppendJSON and Evaluate alike.
 type Definition struct {
-	HorizonS float64    // seconds, > 0; default 604800
+	HorizonS float64    // seconds, > 0 and ≤ MaxDurationS; default 604800
 	Default  *float64   // nil = "exclude"; else the value a run without evidence scores
 	Guards   []Guard    // Parse gives nil for none
 	Terms    []Term     // at least one
@@ -90,6 +90,11 @@ type Definition struct {
 }
 
 const defaultHorizonS = 604800 // one week
+
+// MaxDurationS bounds horizon_s and within_s: ten years of 365 days. A
+// longer horizon would push matures_at past the years RFC 3339 can write
+// (see field.MaxTime) and means nothing a reward could wait for.
+const MaxDurationS = 10 * 365 * 24 * 3600
 
 func (d Definition) horizon() float64 {
 	if d.HorizonS == 0 {

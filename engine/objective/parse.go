@@ -24,6 +24,7 @@ func ParseValue(v *fastjson.Value, path string) (Definition, error) {
 		if d.HorizonS = dec.Number(x, p); d.HorizonS <= 0 {
 			dec.Fail(p, "must be positive")
 		}
+		dec.duration(d.HorizonS, p)
 	}
 	if x := field.Member(o, "default"); x != nil {
 		d.Default = dec.numberOr(x, field.Join(path, "default"), "exclude")
@@ -84,6 +85,7 @@ func (dec *decoder) term(v *fastjson.Value, path string) Term {
 		if w < 0 {
 			dec.Fail(p, "must not be negative")
 		}
+		dec.duration(w, p)
 		t.WithinS = &w
 	}
 	if x := field.Member(o, "missing"); x != nil {
@@ -97,6 +99,13 @@ func (dec *decoder) term(v *fastjson.Value, path string) Term {
 
 // decoder is field.Decoder with the fields of a definition.
 type decoder struct{ field.Decoder }
+
+// duration fails a number of seconds over MaxDurationS.
+func (dec *decoder) duration(s float64, path string) {
+	if s > MaxDurationS {
+		dec.Fail(path, "must be at most %d seconds (10 years)", MaxDurationS)
+	}
+}
 
 // numberOr decodes a member that is either the string word or a number;
 // word gives nil.

@@ -90,10 +90,25 @@ func Int(dst []byte, i int64) []byte { return strconv.AppendInt(dst, i, 10) }
 // Bool appends b.
 func Bool(dst []byte, b bool) []byte { return strconv.AppendBool(dst, b) }
 
-// Time appends t as an RFC 3339 string in UTC with nanoseconds trimmed.
+// The years RFC 3339 can write.
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// Time appends t as an RFC 3339 string in UTC with nanoseconds trimmed. A
+// time outside years 0000-9999, which the format cannot write (Go writes a
+// fifth digit), is clamped into them: requests cannot name such times,
+// but records kept before they were bounded can still add up to one.
 func Time(dst []byte, t time.Time) []byte {
+	t = t.UTC()
+	if t.Before(minTime) {
+		t = minTime
+	} else if t.After(maxTime) {
+		t = maxTime
+	}
 	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
 	return append(dst, '"')
 }
 

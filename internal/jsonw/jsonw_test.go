@@ -119,3 +119,18 @@ func TestValueAndRawAreJSON(t *testing.T) {
 		t.Errorf("Raw of a truncated record = %s, want null", got)
 	}
 }
+
+func TestTimeIsRFC3339(t *testing.T) {
+	for _, c := range []struct {
+		in   time.Time
+		want string
+	}{
+		{time.Date(10292, 3, 1, 0, 0, 0, 5, time.UTC), `"9999-12-31T23:59:59.999999999Z"`},
+		{time.Date(-1, 3, 1, 0, 0, 0, 0, time.UTC), `"0000-01-01T00:00:00Z"`},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), `"9999-12-31T23:59:59Z"`},
+	} {
+		if got := string(Time(nil, c.in)); got != c.want {
+			t.Errorf("Time(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

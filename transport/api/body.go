@@ -49,8 +49,13 @@ func parseBody(raw []byte, fn func(b *body) error) error {
 }
 
 func (b *body) fail(key, format string, args ...any) {
+	b.record(field.Errorf(field.Join(b.path, key), format, args...))
+}
+
+// record keeps err as the body's failure unless it has one already.
+func (b *body) record(err error) {
 	if t := b.top(); t.err == nil {
-		t.err = field.Errorf(field.Join(b.path, key), format, args...)
+		t.err = err
 	}
 }
 
@@ -149,18 +154,18 @@ func (b *body) boolean(key string, required bool) (bool, bool) {
 	return false, false
 }
 
-// time reads an RFC 3339 timestamp; absent is the zero time.
+// time reads an RFC 3339 timestamp within field.Time's range; absent is
+// the zero time.
 func (b *body) time(key string) time.Time {
 	s := b.str(key, false)
 	if s == "" || b.failed() {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := field.Time(field.Join(b.path, key), s)
 	if err != nil {
-		b.fail(key, "must be an RFC 3339 timestamp")
-		return time.Time{}
+		b.record(err)
 	}
-	return t.UTC()
+	return t
 }
 
 // labels reads an object of string values.

@@ -213,9 +213,9 @@ func (c *call) listAgentFeedback() (result, error) {
 		dst  *time.Time
 	}{{"createdAfter", &f.CreatedAfter}, {"createdBefore", &f.CreatedBefore}} {
 		if s := arg(t.name); s != "" {
-			v, err := time.Parse(time.RFC3339Nano, s)
+			v, err := field.Time(t.name, s)
 			if err != nil {
-				return result{}, field.Errorf(t.name, "must be an RFC 3339 timestamp")
+				return result{}, err
 			}
 			*t.dst = v
 		}
