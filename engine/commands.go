@@ -226,7 +226,7 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (string, [
 		return "", nil, err
 	}
 	if c.ExternalID != "" && a.runByExternal[c.ExternalID] != nil {
-		return "", nil, fmt.Errorf("run external_id %q already used: %w", c.ExternalID, ErrConflict)
+		return "", nil, fmt.Errorf("run external_id %s already used: %w", field.Quote(c.ExternalID), ErrConflict)
 	}
 	variation, err := a.selectVariation(c.VariationID, rnd)
 	if err != nil {

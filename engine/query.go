@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
@@ -22,7 +23,7 @@ func (a *Agent) RunByExternalID(ext string) (Run, error) {
 	if r := a.runByExternal[ext]; r != nil {
 		return a.runView(r), nil
 	}
-	return Run{}, fmt.Errorf("run external_id %q: %w", ext, ErrNotFound)
+	return Run{}, fmt.Errorf("run external_id %s: %w", field.Quote(ext), ErrNotFound)
 }
 
 // runView copies r; the slices are capped so later appends never show.

@@ -237,3 +237,64 @@ func TestExternalNATS(t *testing.T) {
 		t.Fatalf("a request without Authorization over an external NATS: %s %v", code, body)
 	}
 }
+
+// TestNATSOversize: a body over MaxBody is 413 body_too_large as over HTTP;
+// an error quoting a large input is answered, clipped, instead of never (it
+// did not fit max_payload, in the body and again in a header); a success
+// too large for max_payload is answered with a small 500. No request times
+// out. The server runs with the default limits.
+func TestNATSOversize(t *testing.T) {
+	const limit = 1 << 20 // the default MaxBody
+	s := startServer(t, Config{})
+	api := newClient(t, s, adminKey)
+	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "big"}`)["id"].(string)
+	nc := newNATSClient(t, s, adminKey)
+	subj := func(op string) string { return "plaudit.v1.default." + agent + "." + op }
+	reply := func(t *testing.T, subject, body string) *nats.Msg {
+		t.Helper()
+		msg := nats.NewMsg(subject)
+		msg.Data = []byte(body)
+		rep, err := nc.nc.RequestMsg(msg, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s with a %d-byte body: %v", subject, len(body), err)
+		}
+		if !json.Valid(rep.Data) {
+			t.Fatalf("reply is not JSON: %.200q", rep.Data)
+		}
+		return rep
+	}
+	expect := func(t *testing.T, rep *nats.Msg, status int, code, want string) {
+		t.Helper()
+		var m map[string]any
+		_ = json.Unmarshal(rep.Data, &m)
+		if got := rep.Header.Get(micro.ErrorCodeHeader); got != strconv.Itoa(status) || at(t, m, "error", "code") != code {
+			t.Fatalf("reply %s %.300s, want %d %s", got, rep.Data, status, code)
+		}
+		if msg := str(t, m, "error", "message"); !strings.Contains(msg, want) || len(msg) > 2048 {
+			t.Errorf("message %.300q (%d bytes) does not name %q in under 2 KiB", msg, len(msg), want)
+		}
+		if h := rep.Header.Get(micro.ErrorHeader); len(h) > 2048 {
+			t.Errorf("%s header of %d bytes", micro.ErrorHeader, len(h))
+		}
+	}
+
+	t.Run("body over MaxBody", func(t *testing.T) {
+		body := `{"kind": "k", "value": 1, "object": "` + strings.Repeat("o", limit) + `"}`
+		expect(t, reply(t, subj("signal"), body), 413, "body_too_large", fmt.Sprintf("the limit is %d bytes", limit))
+	})
+	t.Run("error quoting a large input", func(t *testing.T) {
+		body := `{"run_id": "external_id:` + strings.Repeat("x", 600<<10) + `", "succeeded": true}`
+		expect(t, reply(t, subj("finish"), body), 404, "not_found", "external_id")
+	})
+	t.Run("success over max_payload", func(t *testing.T) {
+		// A variation config under the HTTP limit, whose every '<' is
+		// written back as \u003c.
+		config := `{"c": "` + strings.Repeat("<", limit-1024) + `"}`
+		v := api.must(201, "POST", "/api/v1/agents/"+agent+"/variations", `{"name": "big", "config": `+config+`}`)["id"].(string)
+		expect(t, reply(t, subj("variation"), `{"variation_id": "`+v+`"}`), 500, "internal", "max_payload")
+	})
+	t.Run("malformed number", func(t *testing.T) {
+		run := api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`)["id"].(string)
+		expect(t, reply(t, subj("signal"), `{"kind": "k", "value": +1, "run_id": "`+run+`"}`), 400, "invalid_request", "value:")
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -155,6 +156,10 @@ func (s *Server) start() (err error) {
 // startNATS embeds an authenticating nats-server (clients connect with an
 // API key as their token; see natsdoor.Embedded) and connects to it with
 // Plaudit's own nkey, or connects to the external NATS at NATSURL.
+// natsHeaderRoom is what the embedded server's max_payload allows beyond
+// the body limit, for a request's headers.
+const natsHeaderRoom = 64 << 10
+
 func (s *Server) startNATS() error {
 	url := s.cfg.NATSURL
 	opts := []nats.Option{nats.Name("plaudit"), nats.MaxReconnects(-1)}
@@ -178,7 +183,15 @@ func (s *Server) startNATS() error {
 		if err != nil {
 			return err
 		}
-		ns, err := s.embedded.Start(s.embedded.Options(host, port))
+		nopts := s.embedded.Options(host, port)
+		// Room for a body of MaxBody and its headers: a larger body is then
+		// the door's 413, as over HTTP, not the client library's refusal.
+		maxBody := s.cfg.MaxBody
+		if maxBody <= 0 {
+			maxBody = natsdoor.DefaultMaxBody
+		}
+		nopts.MaxPayload = int32(min(maxBody+natsHeaderRoom, math.MaxInt32))
+		ns, err := s.embedded.Start(nopts)
 		if err != nil {
 			return err
 		}

@@ -68,18 +68,18 @@ func Rename(err error, names map[string]string) error {
 // reply, and helps no one.
 const MaxEcho = 100
 
-// Clip returns s cut to at most MaxEcho bytes, on a rune boundary, with
-// "…" appended when it was cut.
-func Clip(s string) string {
-	if len(s) <= MaxEcho {
+// Clip returns s cut to at most n bytes, on a rune boundary, with "…"
+// appended when it was cut.
+func Clip(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	i := MaxEcho
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:i] + "…"
+	return s[:n] + "…"
 }
 
-// Quote is strconv.Quote of Clip(s), for error messages naming a value.
-func Quote(s string) string { return strconv.Quote(Clip(s)) }
+// Quote is strconv.Quote of s clipped to MaxEcho bytes, for error messages
+// naming a client's value.
+func Quote(s string) string { return strconv.Quote(Clip(s, MaxEcho)) }

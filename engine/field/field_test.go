@@ -57,11 +57,11 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 
 func TestClip(t *testing.T) {
 	long := strings.Repeat("é", MaxEcho) // 2 bytes a rune: the cut falls inside one
-	got := Clip(long)
+	got := Clip(long, MaxEcho)
 	if len(got) > MaxEcho+len("…") || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
 		t.Errorf("Clip = %q (%d bytes)", got, len(got))
 	}
-	if Clip("short") != "short" {
+	if Clip("short", MaxEcho) != "short" {
 		t.Error("Clip cut a short string")
 	}
 }

@@ -77,10 +77,16 @@ func classify(err error) failure {
 	return internalFailure
 }
 
+// maxMessage bounds an error message. Messages quote what a client sent
+// (field.Quote clips each value), but a path or reference can still be a
+// client's megabyte: repeated in the body and, on NATS, in a header, it
+// would make an answer no transport carries.
+const maxMessage = 1024
+
 // errorResponse renders err in the request's error shape.
 func errorResponse(err error, reqID string, shape ErrorShape) Response {
 	f := classify(err)
-	msg := err.Error()
+	msg := field.Clip(err.Error(), maxMessage)
 	resp := Response{Status: f.status, Body: errorBody(f, msg, reqID, shape), RequestID: reqID, Message: msg}
 	switch {
 	case f.code == "storage_full":

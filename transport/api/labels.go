@@ -50,7 +50,7 @@ func parseLabelFilter(path, s string) (map[string]string, error) {
 	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" {
-			return nil, field.Errorf(path, "must be k1=v1,k2=v2, got %q", s)
+			return nil, field.Errorf(path, "must be k1=v1,k2=v2, got %s", field.Quote(s))
 		}
 		m[k] = v
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
@@ -344,7 +345,7 @@ func (c *call) objectiveVersionArg() (int, error) {
 func parseVersion(path, s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, invalid(path, "must be a non-negative integer, got %q", s)
+		return 0, invalid(path, "must be a non-negative integer, got %s", field.Quote(s))
 	}
 	return n, nil
 }

@@ -1,6 +1,7 @@
 package natsdoor
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -16,6 +17,9 @@ import (
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
+// DefaultMaxBody is Config.MaxBody's default, HTTP's too.
+const DefaultMaxBody = 1 << 20
+
 // Config configures the door; zero fields take defaults.
 type Config struct {
 	// InFlight bounds requests being served at once; past it requests are
@@ -23,7 +27,11 @@ type Config struct {
 	InFlight int
 	// PendingMsgs bounds each endpoint's subscription buffer.
 	PendingMsgs int
-	MaxBody     int // bytes; default 1 MiB
+	// MaxBody bounds a request's body, as httpdoor.Config.MaxBody does: a
+	// larger one is 413 body_too_large. Default DefaultMaxBody. The server's
+	// max_payload must exceed it by the headers' size for the 413 to be
+	// answered rather than refused by the client's library.
+	MaxBody int
 	// Identity tells which workspace and key sent a request, from what the
 	// server set on it: Embedded.Requester when the server's clients
 	// authenticate through Embedded. Nil (an external server), every
@@ -83,7 +91,7 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 		cfg.PendingMsgs = 65536
 	}
 	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 1 << 20
+		cfg.MaxBody = DefaultMaxBody
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
@@ -152,7 +160,7 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	}
 	tok := strings.Split(subject, ".")
 	if len(tok) != 5 {
-		return fmt.Errorf("subject %q: want plaudit.v1.<ws>.<agent>.<op>: %w", subject, api.ErrRouteNotFound)
+		return fmt.Errorf("subject %s: want plaudit.v1.<ws>.<agent>.<op>: %w", field.Quote(subject), api.ErrRouteNotFound)
 	}
 	p, err := d.principal(subject, hdr)
 	if err != nil {
@@ -160,11 +168,11 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	}
 	req.Principal = p
 	if len(body) > d.cfg.MaxBody {
-		return api.ErrBodyTooLarge
+		return fmt.Errorf("%w: the limit is %d bytes", api.ErrBodyTooLarge, d.cfg.MaxBody)
 	}
 	op, ok := operations[tok[4]]
 	if !ok {
-		return fmt.Errorf("operation %q: %w", tok[4], api.ErrRouteNotFound)
+		return fmt.Errorf("operation %s: %w", field.Quote(tok[4]), api.ErrRouteNotFound)
 	}
 	agent := tok[3]
 	if agent == judgedRewards && tok[4] == "reward" {
@@ -241,7 +249,27 @@ func (d *Door) principal(subject string, hdr micro.Headers) (tenancy.Principal, 
 // micro reads when the handler returns: answering from our goroutine through
 // them would race. The price: $SRV.STATS counts no errors of this door, and
 // its processing times cover only the hand-off.
+//
+// A reply over the connection's max_payload (a success echoing a large
+// variation config: error messages are clipped) is refused by nats.go
+// before it leaves; the requester then gets a small 500 instead of a
+// timeout, and the log says what was dropped.
 func (d *Door) reply(m micro.Request, resp api.Response) {
+	err := d.publish(m, resp)
+	if errors.Is(err, nats.ErrMaxPayload) { // svc.Error logs the 500
+		req := &api.Request{RequestID: resp.RequestID, Errors: api.ErrorJSON}
+		err = d.publish(m, d.svc.Error(req, fmt.Errorf("%w: a %d reply of %d bytes, the connection's max_payload is %d",
+			ErrReplyTooLarge, resp.Status, len(resp.Body), d.nc.MaxPayload())))
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("nats reply not sent", "request_id", resp.RequestID, "err", err)
+	}
+}
+
+// ErrReplyTooLarge is the 500 answered in place of a reply NATS cannot carry.
+var ErrReplyTooLarge = errors.New("the reply is larger than NATS can carry")
+
+func (d *Door) publish(m micro.Request, resp api.Response) error {
 	msg := nats.NewMsg(m.Reply())
 	msg.Data = resp.Body
 	if resp.Status >= 400 {
@@ -254,7 +282,5 @@ func (d *Door) reply(m micro.Request, resp api.Response) {
 	if resp.RetryAfter > 0 {
 		msg.Header.Set("Retry-After", strconv.Itoa(resp.RetryAfter))
 	}
-	if err := d.nc.PublishMsg(msg); err != nil {
-		d.cfg.Logger.Warn("nats reply not sent", "request_id", resp.RequestID, "err", err)
-	}
+	return d.nc.PublishMsg(msg)
 }
