@@ -120,6 +120,9 @@ func (c *client) request(method, path, body string, hdr map[string]string) respo
 	if _, dup := c.seen.LoadOrStore(rid, true); dup {
 		c.t.Fatalf("%s %s: X-Request-Id %q was already used by an earlier response", method, path, rid)
 	}
+	if !jsontest.Valid(r.body) {
+		c.t.Fatalf("%s %s: %d response body is not JSON in UTF-8: %q", method, path, r.status, r.body)
+	}
 	return r
 }
 

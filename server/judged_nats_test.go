@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/plaudit/plaudit/internal/jsontest"
 )
 
 // Judged rewards (seed 003) on the NATS door: plaudit.v1.<ws>.tasks.reward
@@ -41,7 +43,7 @@ func natsRequest(t *testing.T, nc *nats.Conn, subject, body string, hdr map[stri
 		t.Fatalf("%s %s: %v", subject, body, err)
 	}
 	r := natsReply{code: rep.Header.Get(micro.ErrorCodeHeader), msg: rep}
-	if err := json.Unmarshal(rep.Data, &r.fields); err != nil {
+	if err := json.Unmarshal(rep.Data, &r.fields); err != nil || !jsontest.Valid(rep.Data) {
 		t.Fatalf("%s: reply is not a JSON object: %q", subject, rep.Data)
 	}
 	if r.code != "" && rep.Header.Get(micro.ErrorHeader) == "" {

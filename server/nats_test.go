@@ -11,6 +11,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/plaudit/plaudit/internal/jsontest"
 )
 
 // natsClient sends requests to the NATS door with a key.
@@ -46,8 +48,8 @@ func (c *natsClient) do(subject, body string) (string, map[string]any) {
 		c.t.Fatalf("%s: %v", subject, err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(rep.Data, &m); err != nil {
-		c.t.Fatalf("%s: reply is not JSON: %q", subject, rep.Data)
+	if err := json.Unmarshal(rep.Data, &m); err != nil || !jsontest.Valid(rep.Data) {
+		c.t.Fatalf("%s: reply is not JSON in UTF-8: %q", subject, rep.Data)
 	}
 	code := rep.Header.Get(micro.ErrorCodeHeader)
 	if code != "" && rep.Header.Get(micro.ErrorHeader) == "" {

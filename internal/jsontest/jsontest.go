@@ -4,10 +4,16 @@
 package jsontest
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
+
+// Valid reports whether an answer's body is JSON in UTF-8, as every answer
+// of every door must be (encoding/json alone lets invalid UTF-8 through).
+func Valid(body []byte) bool { return json.Valid(body) && utf8.Valid(body) }
 
 // At walks a decoded JSON value by object keys (string) and array indexes (int).
 func At(t *testing.T, v any, path ...any) any {

@@ -19,11 +19,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/internal/jsontest"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/tenancy"
@@ -200,7 +200,7 @@ func (e *doorEnv) check(t *testing.T, r response) response {
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s: Content-Type %q, want application/json", r.line, ct)
 	}
-	if !json.Valid(r.body) || !utf8.Valid(r.body) {
+	if !jsontest.Valid(r.body) {
 		t.Errorf("%s: the body is not JSON in UTF-8: %q", r.line, r.body)
 	}
 	return r
