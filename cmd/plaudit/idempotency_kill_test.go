@@ -162,11 +162,7 @@ func TestKill9KeepsIdempotencyRecords(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Second)
-		srv.kill(t) // writers are still posting
-		time.Sleep(50 * time.Millisecond)
-		stop.Store(true)
-		wg.Wait()
+		srv.killUnderLoad(t, &stop, &wg)
 		if len(acks) == 0 {
 			t.Fatal("no keyed write was acknowledged before the kill")
 		}

@@ -90,11 +90,7 @@ func TestKill9LosesNoAcknowledgedSignal(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(time.Second)
-	srv.kill(t) // writers are still posting
-	time.Sleep(100 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	srv.killUnderLoad(t, &stop, &wg)
 	if len(acked) == 0 {
 		t.Fatal("no signal was acknowledged before the kill")
 	}
@@ -251,6 +247,17 @@ func startPlaudit(t *testing.T, bin, data, name string, flags ...string) *plaudi
 func (p *plaudit) output() string {
 	b, _ := os.ReadFile(p.log)
 	return string(b)
+}
+
+// killUnderLoad lets the writers run for a second, SIGKILLs the process
+// while they are still writing, then stops them and waits for them.
+func (p *plaudit) killUnderLoad(t *testing.T, stop *atomic.Bool, writers *sync.WaitGroup) {
+	t.Helper()
+	time.Sleep(time.Second)
+	p.kill(t)
+	time.Sleep(100 * time.Millisecond)
+	stop.Store(true)
+	writers.Wait()
 }
 
 // kill SIGKILLs the process and waits for it to be gone.

@@ -92,11 +92,7 @@ func TestKill9OverNATSLosesNoAcknowledgedSignal(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(time.Second)
-	srv.kill(t) // writers are still sending
-	time.Sleep(100 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
+	srv.killUnderLoad(t, &stop, &wg)
 	if len(acked) == 0 {
 		t.Fatal("no signal was acknowledged before the kill")
 	}
