@@ -142,7 +142,7 @@ func (s *Server) start() (err error) {
 		return err
 	}
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
-		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger}, s.service)
+		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: metricsHandler(s.store.Condition)}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}

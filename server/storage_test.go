@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/plaudit/plaudit/persist/faultfs"
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -35,6 +37,9 @@ func TestFullDiskRefusesWritesOnBothDoors(t *testing.T) {
 	}
 	if r := c.request("GET", "/healthz", "", nil); r.status != 200 || string(r.body) != `{"status":"ok"}` {
 		t.Fatalf("healthz = %d %s", r.status, r.body)
+	}
+	if full := gaugeValue(t, s, "plaudit_storage_full"); full != 0 {
+		t.Fatalf("plaudit_storage_full = %v on an empty disk", full)
 	}
 
 	fs.SetCapacity(fs.Used() + 256<<10) // another process took the rest
@@ -65,6 +70,9 @@ func TestFullDiskRefusesWritesOnBothDoors(t *testing.T) {
 	if r := c.request("GET", "/healthz", "", nil); r.status != 200 || str(t, r.json(t), "status") != "degraded" {
 		t.Fatalf("healthz on a full disk = %d %s", r.status, r.body)
 	}
+	if full := gaugeValue(t, s, "plaudit_storage_full"); full != 1 {
+		t.Fatalf("plaudit_storage_full = %v on a full disk", full)
+	}
 	signals := list(t, c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", ""), "items")
 	if len(signals) != acked {
 		t.Fatalf("run has %d signals, want the %d acknowledged", len(signals), acked)
@@ -85,6 +93,30 @@ func TestFullDiskRefusesWritesOnBothDoors(t *testing.T) {
 	if r := c.request("GET", "/healthz", "", nil); string(r.body) != `{"status":"ok"}` {
 		t.Fatalf("healthz once the disk had room = %d %s", r.status, r.body)
 	}
+	if full := gaugeValue(t, s, "plaudit_storage_full"); full != 0 {
+		t.Fatalf("plaudit_storage_full = %v once the disk had room", full)
+	}
+}
+
+// gaugeValue scrapes /metrics, unauthenticated, parses it as Prometheus
+// text and returns the gauge's value.
+func gaugeValue(t *testing.T, s *Server, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not Prometheus text: %v", err)
+	}
+	f := families[name]
+	if f == nil || len(f.GetMetric()) != 1 || f.GetMetric()[0].GetGauge() == nil {
+		t.Fatalf("/metrics has no gauge %s", name)
+	}
+	return f.GetMetric()[0].GetGauge().GetValue()
 }
 
 // errorLog records the messages a server logs at ERROR.

@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"mime"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/transport/api"
@@ -42,14 +44,18 @@ type Config struct {
 	// request (default 2 min).
 	IdleTimeout time.Duration
 	Logger      *slog.Logger
+	// Metrics serves GET /metrics (Prometheus text), unauthenticated like
+	// /healthz; nil leaves the path a 404.
+	Metrics http.Handler
 }
 
 // Door is the HTTP door over one service.
 type Door struct {
-	cfg    Config
-	svc    *api.Service
-	srv    *fasthttp.Server
-	budget *budget
+	cfg     Config
+	svc     *api.Service
+	srv     *fasthttp.Server
+	budget  *budget
+	metrics fasthttp.RequestHandler // nil without Config.Metrics
 }
 
 // New returns the door over svc.
@@ -77,6 +83,9 @@ func New(cfg Config, svc *api.Service) *Door {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Door{cfg: cfg, svc: svc, budget: newBudget(cfg.BodyBudget)}
+	if cfg.Metrics != nil {
+		d.metrics = fasthttpadaptor.NewFastHTTPHandler(cfg.Metrics)
+	}
 	d.srv = &fasthttp.Server{
 		Handler:            d.Handle,
 		ErrorHandler:       d.handleTransportError,
@@ -115,9 +124,13 @@ func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(
 func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
 	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path)}
-	if path == "/healthz" {
+	switch {
+	case path == "/healthz":
 		ctx.Response.Header.Set("X-Request-Id", req.RequestID)
 		write(ctx, d.svc.Health())
+		return
+	case path == "/metrics" && d.metrics != nil && ctx.IsGet():
+		d.metrics(ctx)
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {
