@@ -173,7 +173,12 @@ func (s *Service) Stamp() uint64 {
 // authentication) in the request's error shape.
 func (s *Service) Error(req *Request, err error) Response {
 	resp := errorResponse(err, req.RequestID, req.Errors)
-	if resp.Status >= 500 {
+	switch code := classify(err).code; {
+	case code == "overloaded" || code == "storage_full":
+		// Shedding load is working as designed, and a line per shed
+		// request would add to the load: 150k lines in 15 s of overload.
+		s.cfg.Logger.Debug("request shed", "request_id", req.RequestID, "err", err)
+	case resp.Status >= 500:
 		s.cfg.Logger.Error("request failed", "request_id", req.RequestID, "err", err)
 	}
 	return resp
