@@ -23,8 +23,9 @@ type (
 	}
 	// snapshotted reports the end of one snapshot save.
 	snapshotted struct {
-		seq uint64
-		err error
+		seq  uint64
+		size int // bytes of the encoded state
+		err  error
 	}
 )
 
@@ -71,6 +72,7 @@ type agentActor struct {
 	heldReqs []*request
 
 	snapSeq     uint64    // last event covered by a saved snapshot
+	snapSize    int       // bytes of the last snapshot's encoded state
 	snapDue     time.Time // when the unsnapshotted events must be snapshotted
 	snapping    bool
 	snapWaiting *engine.State // a view taken ahead of durability, saved when durable reaches it
@@ -390,8 +392,14 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 		if last == x.snapSeq {
 			return
 		}
-		due := last-x.snapSeq >= uint64(x.reg.cfg.SnapshotEvery) ||
-			(!x.snapDue.IsZero() && !x.reg.cfg.Now().Before(x.snapDue))
+		// A snapshot costs in proportion to the whole history, so one is
+		// taken only once the events since the last are a quarter of the
+		// history it covered: the cost per event stays constant however
+		// long the agent lives, and recovery replays at most that quarter
+		// beyond the snapshot.
+		tail := last - x.snapSeq
+		due := tail >= max(uint64(x.reg.cfg.SnapshotEvery), x.snapSeq/4) ||
+			(!x.snapDue.IsZero() && !x.reg.cfg.Now().Before(x.snapDue) && tail >= x.snapSeq/4)
 		if !due {
 			return
 		}
@@ -408,10 +416,12 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 	x.io.Add(1)
 	self, store, agentID := ctx.Self(), x.reg.store, x.agentID
 	root := ctx.ActorSystem().Root
+	size := x.snapSize + x.snapSize/4 // the state grew since; a guess saves the regrowth
 	go func() {
-		err := store.SaveSnapshot(agentID, st.Seq, engine.AppendState(nil, st))
+		state := engine.AppendState(make([]byte, 0, size), st)
+		err := store.SaveSnapshot(agentID, st.Seq, state)
 		x.io.Done()
-		root.Send(self, &snapshotted{seq: st.Seq, err: err})
+		root.Send(self, &snapshotted{seq: st.Seq, size: len(state), err: err})
 	}()
 }
 
@@ -425,6 +435,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 	if m.seq > x.snapSeq {
 		x.snapSeq = m.seq
 	}
+	x.snapSize = m.size
 	x.maybeSnapshot(ctx) // events that arrived while this one was written may be due
 }
 

@@ -88,6 +88,7 @@ type Registry struct {
 	cfg    Config
 	store  persist.Store
 	system *actor.ActorSystem
+	mail   *warmDispatcher
 	shards [64]shard
 	closed atomic.Bool
 
@@ -128,6 +129,7 @@ func New(cfg Config) *Registry {
 		cfg:    cfg,
 		store:  cfg.Store,
 		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
+		mail:   newWarmDispatcher(300), // protoactor's default throughput
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}
@@ -216,7 +218,7 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 		e = &entry{}
 		rnd := r.newRand()
 		props := actor.PropsFromProducer(func() actor.Actor { return newAgentActor(r, agentID, e, rnd) },
-			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)))
+			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)), actor.WithDispatcher(r.mail))
 		e.pid = r.system.Root.Spawn(props)
 		sh.agents[agentID] = e
 	}
@@ -282,6 +284,7 @@ func (r *Registry) Close() {
 		_ = f.Wait()
 	}
 	r.system.Shutdown()
+	r.mail.close()
 }
 
 // reservations lets one caller at a time hold a key; others wait for it.

@@ -19,6 +19,24 @@ type route struct {
 	op              api.Op
 }
 
+// compiledRoute is a route with its pattern split into segments once,
+// rather than on every request.
+type compiledRoute struct {
+	route
+	seg []string
+}
+
+// table is routes, compiled.
+var table = compile(routes)
+
+func compile(rs []route) []compiledRoute {
+	out := make([]compiledRoute, len(rs))
+	for i, r := range rs {
+		out[i] = compiledRoute{route: r, seg: splitPath(r.pattern)}
+	}
+	return out
+}
+
 var routes = []route{
 	{"GET", "/v1/workspaces", api.ListWorkspaces},
 	{"POST", "/v1/workspaces", api.CreateWorkspace},
@@ -72,9 +90,10 @@ func Route(req *api.Request, method, path string) error {
 	req.Errors = errorShape(path)
 	seg := splitPath(path)
 	known := false
-	for _, r := range routes {
+	for i := range table {
+		r := &table[i]
 		var t api.Target
-		ws, ok := match(r.pattern, seg, &t)
+		ws, ok := match(r.seg, seg, &t)
 		if !ok {
 			continue
 		}
@@ -101,8 +120,7 @@ func errorShape(path string) api.ErrorShape {
 }
 
 // match binds the segments of a path to a pattern's placeholders.
-func match(pattern string, seg []string, t *api.Target) (ws string, ok bool) {
-	pat := splitPath(pattern)
+func match(pat, seg []string, t *api.Target) (ws string, ok bool) {
 	if g := slices.Index(pat, "{task*}"); g >= 0 && len(seg) >= len(pat) {
 		// The greedy segment takes what the segments around it leave.
 		n := len(seg) - len(pat) + 1
