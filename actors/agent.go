@@ -316,12 +316,12 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	x.io.Add(1)
 	self, store := ctx.Self(), x.reg.store
 	root := ctx.ActorSystem().Root
-	go func() {
+	x.reg.workers.Go(func() {
 		res := committed{last: last, gen: gen, err: store.Append(b)}
 		x.lastAppend = res
 		x.io.Done()
 		root.Send(self, &res)
-	}()
+	})
 }
 
 // takeBatch hands the queued writes over as one batch.
@@ -417,12 +417,12 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 	self, store, agentID := ctx.Self(), x.reg.store, x.agentID
 	root := ctx.ActorSystem().Root
 	size := x.snapSize + x.snapSize/4 // the state grew since; a guess saves the regrowth
-	go func() {
+	x.reg.workers.Go(func() {
 		state := engine.AppendState(make([]byte, 0, size), st)
 		err := store.SaveSnapshot(agentID, st.Seq, state)
 		x.io.Done()
 		root.Send(self, &snapshotted{seq: st.Seq, size: len(state), err: err})
-	}()
+	})
 }
 
 func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/id"
+	"github.com/plaudit/plaudit/internal/warm"
 	"github.com/plaudit/plaudit/persist"
 )
 
@@ -88,9 +89,11 @@ type Registry struct {
 	cfg    Config
 	store  persist.Store
 	system *actor.ActorSystem
-	mail   *warmDispatcher
-	shards [64]shard
-	closed atomic.Bool
+	// workers run actor mailboxes (see warmDispatcher), appends and
+	// snapshots on goroutines whose stacks have grown to the work.
+	workers *warm.Pool
+	shards  [64]shard
+	closed  atomic.Bool
 
 	// externalIDs serialises the creations that claim one external id, so
 	// its check-and-set is atomic; unrelated creations do not wait.
@@ -126,10 +129,10 @@ type entry struct {
 func New(cfg Config) *Registry {
 	cfg.defaults()
 	r := &Registry{
-		cfg:    cfg,
-		store:  cfg.Store,
-		system: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
-		mail:   newWarmDispatcher(300), // protoactor's default throughput
+		cfg:     cfg,
+		store:   cfg.Store,
+		system:  actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
+		workers: warm.New(4),
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}
@@ -218,7 +221,7 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 		e = &entry{}
 		rnd := r.newRand()
 		props := actor.PropsFromProducer(func() actor.Actor { return newAgentActor(r, agentID, e, rnd) },
-			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)), actor.WithDispatcher(r.mail))
+			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)), actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
 		e.pid = r.system.Root.Spawn(props)
 		sh.agents[agentID] = e
 	}
@@ -284,7 +287,7 @@ func (r *Registry) Close() {
 		_ = f.Wait()
 	}
 	r.system.Shutdown()
-	r.mail.close()
+	r.workers.Close()
 }
 
 // reservations lets one caller at a time hold a key; others wait for it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/internal/warm"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
@@ -54,6 +55,7 @@ type Door struct {
 	micro   micro.Service
 	sem     chan struct{}
 	serving sync.WaitGroup
+	workers *warm.Pool // serve requests on goroutines with grown stacks
 }
 
 // operation is a NATS operation: the service operation it is, and the body
@@ -99,13 +101,14 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Door{cfg: cfg, nc: nc, svc: svc, sem: make(chan struct{}, cfg.InFlight)}
+	d := &Door{cfg: cfg, nc: nc, svc: svc, sem: make(chan struct{}, cfg.InFlight), workers: warm.New(8)}
 	ms, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     cfg.Version,
 		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation",
 	})
 	if err != nil {
+		d.workers.Close()
 		return nil, fmt.Errorf("nats service: %w", err)
 	}
 	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation"} {
@@ -114,6 +117,7 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 			micro.WithEndpointPendingLimits(cfg.PendingMsgs, cfg.PendingMsgs*4096))
 		if err != nil {
 			_ = ms.Stop()
+			d.workers.Close()
 			return nil, fmt.Errorf("nats endpoint %s: %w", name, err)
 		}
 	}
@@ -125,6 +129,7 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 func (d *Door) Stop() error {
 	err := d.micro.Stop()
 	d.serving.Wait()
+	d.workers.Close()
 	return err
 }
 
@@ -142,14 +147,14 @@ func (d *Door) handle(m micro.Request) {
 	subject, hdr := m.Subject(), m.Headers()
 	body := append([]byte(nil), m.Data()...)
 	d.serving.Add(1)
-	go func() {
+	d.workers.Go(func() {
 		defer func() { <-d.sem; d.serving.Done() }()
 		if err := d.admit(req, subject, hdr, body); err != nil {
 			d.reply(m, d.svc.Error(req, err))
 			return
 		}
 		d.reply(m, d.svc.Handle(req))
-	}()
+	})
 }
 
 // admit translates a NATS request into req: who sent it, the subject's
