@@ -313,6 +313,17 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	}
 	gen := x.gen
 	x.appending = true
+	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n {
+		// Every request in flight waits for this batch, so nothing could
+		// be pipelined behind it: append here, saving the two goroutine
+		// hand-offs (to an I/O goroutine and back) that are most of what a
+		// lone write waits for beyond its fsync. A request that arrives
+		// meanwhile waits in the mailbox; had it been applied, its events
+		// would have waited for this batch all the same.
+		res := committed{last: last, gen: gen, err: x.reg.store.Append(b)}
+		x.onCommitted(ctx, &res)
+		return
+	}
 	x.io.Add(1)
 	self, store := ctx.Self(), x.reg.store
 	root := ctx.ActorSystem().Root
