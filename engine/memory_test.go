@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The memory an agent keeps, measured as the live heap after a collection:
+// the bytes a stored signal adds (its record and its share of the
+// indexes), and the bytes of an agent with no runs and no signals.
+
+// memoryShape is a served agent's signals: mostly run signals of a few
+// kinds, some sent to claimed objects or to sessions, some with a dedup key.
+// Every string is a fresh copy, as decoding a request or a log record makes it.
+type memoryShape struct {
+	signals, runs int
+}
+
+var memoryKinds = []string{"human.rating", "human.approval", "external.ticket_closed", "ci.tests",
+	"judge.score", "latency_ms", "tokens.output", "user.thumbs"}
+
+// heapSignals stores the shape's signals into an agent that already has its
+// runs and returns the heap bytes they added, per signal.
+func heapSignals(tb testing.TB, shape memoryShape) float64 {
+	tb.Helper()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a := NewAgent()
+	exec := func(cmd any) any {
+		res, _, err := executeAny(a, cmd, now, rnd)
+		if err != nil {
+			tb.Fatalf("%T: %v", cmd, err)
+		}
+		return res
+	}
+	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
+	runs := make([]string, shape.runs)
+	objects := make([]string, shape.runs)
+	sessions := make([]string, shape.runs)
+	for i := range runs {
+		session := ""
+		if i%10 == 0 {
+			session = fmt.Sprintf("chat-%d", i)
+		}
+		runs[i] = exec(CreateRun{Version: "3", SessionID: session}).(CreatedRun).Run.ID
+		objects[i] = fmt.Sprintf("zendesk.ticket/%d", 40000+i)
+		exec(ClaimObject{RunID: runs[i], Object: objects[i]})
+		if session != "" {
+			exec(FinishRun{RunID: runs[i], Succeeded: true})
+			sessions[i] = session
+		}
+	}
+	before := liveHeap()
+	for i := range shape.signals {
+		now = now.Add(time.Millisecond)
+		r := i % shape.runs
+		c := RecordSignal{Kind: strings.Clone(memoryKinds[i%len(memoryKinds)]), Value: float64(i % 5)}
+		switch {
+		case i%10 == 3:
+			c.Object = strings.Clone(objects[r])
+		case i%10 == 7 && sessions[r] != "":
+			c.SessionID = strings.Clone(sessions[r])
+		default:
+			c.RunID = strings.Clone(runs[r])
+		}
+		if i%4 == 0 {
+			c.DedupKey = fmt.Sprintf("msg-%d-%d", r, i)
+		}
+		exec(c)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(a)
+	return float64(after-before) / float64(shape.signals)
+}
+
+// heapIdleAgents returns the heap bytes of one created agent with nothing
+// in it, averaged over n.
+func heapIdleAgents(tb testing.TB, n int) float64 {
+	tb.Helper()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	agents := make([]*Agent, n)
+	before := liveHeap()
+	for i := range agents {
+		a := NewAgent()
+		if _, _, err := a.CreateAgent(CreateAgent{ID: fmt.Sprintf("agt_%d", i), Workspace: "default", Name: "idle"}, now); err != nil {
+			tb.Fatal(err)
+		}
+		agents[i] = a
+	}
+	after := liveHeap()
+	runtime.KeepAlive(agents)
+	return float64(after-before) / float64(n)
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkSignalMemory reports the heap bytes per stored signal (100k
+// signals over 1,000 runs) and per idle agent. The time per op is not the
+// figure: it is the whole build.
+func BenchmarkSignalMemory(b *testing.B) {
+	var perSignal, perAgent float64
+	for b.Loop() {
+		perSignal = heapSignals(b, memoryShape{signals: 100_000, runs: 1_000})
+		perAgent = heapIdleAgents(b, 10_000)
+	}
+	b.ReportMetric(perSignal, "B/signal")
+	b.ReportMetric(perAgent, "B/idle-agent")
+}
