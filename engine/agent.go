@@ -19,10 +19,7 @@ type Agent struct {
 	sessionLatest map[string]*Run
 	objectRuns    map[string][]string // object → ids of the runs that claimed it, in claim order
 
-	signals       []Signal         // receipt order
-	runSignals    map[string][]int // run id → indexes into signals
-	objectSignals map[string][]int // object → indexes into signals
-	dedup         map[string]int   // dedup key → index into signals
+	signals SignalLog // receipt order, indexed by run, object and dedup key
 
 	objectives []ObjectiveVersion // objectives[i].Version == i+1
 
@@ -45,9 +42,6 @@ func NewAgent() *Agent {
 		runByExternal: map[string]*Run{},
 		sessionLatest: map[string]*Run{},
 		objectRuns:    map[string][]string{},
-		runSignals:    map[string][]int{},
-		objectSignals: map[string][]int{},
-		dedup:         map[string]int{},
 		variations:    map[string]*Variation{},
 		reports:       map[reportKey]*Report{},
 		runReports:    map[string][]*Report{},
@@ -99,6 +93,7 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		r := e.Run
 		a.runs[r.ID] = &r
 		a.runList = append(a.runList, &r)
+		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
 			a.runByExternal[r.ExternalID] = &r
 		}
@@ -127,7 +122,9 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	case SignalRecorded:
 		s := e.Signal
 		s.Seq = seq
-		a.addSignal(s)
+		if err := a.signals.add(s); err != nil {
+			return err
+		}
 	case VariationCreated:
 		v := e.Variation
 		a.variations[v.ID] = &v
@@ -147,20 +144,6 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		return fmt.Errorf("engine: unknown event %T", ev)
 	}
 	return nil
-}
-
-func (a *Agent) addSignal(s Signal) {
-	i := len(a.signals)
-	a.signals = append(a.signals, s)
-	if s.RunID != "" {
-		a.runSignals[s.RunID] = append(a.runSignals[s.RunID], i)
-	}
-	if s.Object != "" {
-		a.objectSignals[s.Object] = append(a.objectSignals[s.Object], i)
-	}
-	if s.DedupKey != "" {
-		a.dedup[s.DedupKey] = i
-	}
 }
 
 // noteSessionFinish keeps, per session, the finished run with the latest

@@ -108,8 +108,8 @@ func AppendState(dst []byte, s State) []byte {
 			w.uvarint(c.Seq)
 		}
 	}
-	w.uvarint(uint64(len(s.Signals)))
-	for _, sig := range s.Signals {
+	w.uvarint(uint64(s.Signals.Len()))
+	for sig := range s.Signals.All() {
 		w.signal(sig)
 	}
 	w.uvarint(uint64(len(s.Objectives)))
@@ -154,9 +154,17 @@ func DecodeState(b []byte) (State, error) {
 	if format == snapshotV1 {
 		numberClaimsByTime(s.Runs)
 	}
-	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Signals = append(s.Signals, r.signal())
+	for _, run := range s.Runs {
+		s.Signals.addRun(run.ID)
 	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		if sig := r.signal(); r.err == nil {
+			if err := s.Signals.add(sig); err != nil {
+				r.fail("%v", err)
+			}
+		}
+	}
+	s.Signals = s.Signals.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Objectives = append(s.Objectives, r.objective())
 	}

@@ -174,7 +174,7 @@ func (a *Agent) RecordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 	return execute(a, func() (evs []Event, err error) { res, evs, err = a.recordSignal(c, now.UTC(), rnd); return },
 		func() SignalResult {
 			if !res.Duplicate {
-				res.Signal = a.signals[len(a.signals)-1]
+				res.Signal = a.signals.At(a.signals.Len() - 1)
 			}
 			return res
 		})
@@ -336,8 +336,8 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 		return SignalResult{}, nil, err
 	}
 	if c.DedupKey != "" {
-		if i, ok := a.dedup[c.DedupKey]; ok {
-			s := a.signals[i]
+		if i, ok := a.signals.byDedupKey(c.DedupKey); ok {
+			s := a.signals.At(i)
 			return SignalResult{Signal: s, RunIDs: a.SignalRuns(s), Duplicate: true}, nil, nil
 		}
 	}

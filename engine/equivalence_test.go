@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -107,6 +108,21 @@ var equivalenceScenarios = []scenario{
 		{48 * time.Hour, RecordSignal{Kind: "human.rating", Value: 5, RunID: ref("run", 0)}},
 		{0, PutObjective{Definition: mustDefinition(`{"default":0.25,"terms":[{"signal":"human.rating","weight":1,"agg":"mean","scale":[1,5]}],"bounds":[0,10]}`)}},
 		{0, ClaimObject{RunID: ref("run", 2), Object: "zendesk.ticket/42"}},
+	}},
+	// The compact signal log interns kinds, sessions and objects in one
+	// table and stores times as Unix nanoseconds: a name used as a kind, a
+	// session and an object, and the instant 0, must read back as sent.
+	{"one name as kind, session and object; the epoch", []step{
+		{0, CreateRun{SessionID: "human.rating"}},
+		{0, CreateRun{}},
+		{0, ClaimObject{RunID: ref("run", 1), Object: "human.rating"}},
+		{time.Second, FinishRun{RunID: ref("run", 0), Succeeded: true}},
+		{0, RecordSignal{Kind: "human.rating", Value: 1, RunID: ref("run", 1), OccurredAt: time.Unix(0, 0)}},
+		{0, RecordSignal{Kind: "human.rating", Value: 2, Object: "human.rating", DedupKey: "human.rating"}},
+		{time.Nanosecond, RecordSignal{Kind: "human.rating", Value: 3, SessionID: "human.rating", OccurredAt: t0.Add(-time.Nanosecond)}},
+		{0, RecordSignal{Kind: "ci.tests", Value: math.Copysign(0, -1), RunID: ref("run", 0), DedupKey: "k2"}},
+		{0, RecordSignal{Kind: "ci.tests", Value: 5, RunID: ref("run", 1), DedupKey: "k2"}},
+		{0, CreateRun{}},
 	}},
 }
 
@@ -360,7 +376,7 @@ func probe(a *Agent, now time.Time) []string {
 			objects[cl.Object] = true
 		}
 	}
-	for _, s := range st.Signals {
+	for s := range st.Signals.All() {
 		if s.DedupKey != "" {
 			dedups[s.DedupKey] = true
 		}

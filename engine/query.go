@@ -44,19 +44,19 @@ func (a *Agent) RunSignals(runID string) ([]Signal, error) {
 	idx := a.signalIndexes(r)
 	out := make([]Signal, len(idx))
 	for i, j := range idx {
-		out[i] = a.signals[j]
+		out[i] = a.signals.At(int(j))
 	}
 	return out, nil
 }
 
-func (a *Agent) signalIndexes(r *Run) []int {
-	idx := a.runSignals[r.ID]
+func (a *Agent) signalIndexes(r *Run) []int32 {
+	idx := a.signals.ofRun(r.ID)
 	if len(r.Claims) == 0 {
 		return idx
 	}
 	idx = slices.Clone(idx)
 	for _, cl := range r.Claims {
-		idx = append(idx, a.objectSignals[cl.Object]...)
+		idx = append(idx, a.signals.ofObject(cl.Object)...)
 	}
 	slices.Sort(idx)
 	return slices.Compact(idx)
@@ -96,24 +96,17 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 // neither sorting nor deduplication here.
 func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Reward {
 	buf := a.scratch
-	n := len(a.runSignals[r.ID]) + len(a.runReports[r.ID])
+	n := len(a.signals.ofRun(r.ID)) + len(a.runReports[r.ID])
 	for _, cl := range r.Claims {
-		n += len(a.objectSignals[cl.Object])
+		n += len(a.signals.ofObject(cl.Object))
 	}
 	if cap(buf) < n {
 		buf = make([]objective.Signal, 0, n)
 	}
 	buf = buf[:0]
-	add := func(idx []int) {
-		for _, j := range idx {
-			s := &a.signals[j]
-			buf = append(buf, objective.Signal{Kind: s.Kind, Value: s.Value, OccurredAt: s.OccurredAt,
-				ReceivedAt: s.ReceivedAt, Seq: s.Seq})
-		}
-	}
-	add(a.runSignals[r.ID])
+	buf = a.signals.appendObjective(buf, a.signals.ofRun(r.ID))
 	for _, cl := range r.Claims {
-		add(a.objectSignals[cl.Object])
+		buf = a.signals.appendObjective(buf, a.signals.ofObject(cl.Object))
 	}
 	buf = a.reportSignals(r, buf)
 	a.scratch = buf

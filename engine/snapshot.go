@@ -14,7 +14,7 @@ type State struct {
 	Info       AgentInfo
 	Created    bool
 	Runs       []Run
-	Signals    []Signal
+	Signals    SignalLog
 	Objectives []ObjectiveVersion
 	Variations []Variation
 	Feedback   []Feedback
@@ -32,7 +32,7 @@ func (a *Agent) Snapshot() State {
 		Info:       a.info,
 		Created:    a.created,
 		Runs:       runs,
-		Signals:    a.signals[:len(a.signals):len(a.signals)],
+		Signals:    a.signals.view(),
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
 		Variations: a.Variations(),
 		Feedback:   a.feedback[:len(a.feedback):len(a.feedback)],
@@ -109,7 +109,7 @@ func (s State) events() []seqEvent {
 	for _, c := range claims {
 		add(c.claim.Seq, ObjectClaimed{RunID: c.run, Claim: c.claim})
 	}
-	for _, sig := range s.Signals {
+	for sig := range s.Signals.All() {
 		add(sig.Seq, SignalRecorded{Signal: sig})
 	}
 	for _, fb := range s.Feedback {

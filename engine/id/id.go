@@ -5,6 +5,7 @@ package id
 
 import (
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -37,4 +38,35 @@ func New(prefix string, t time.Time, rnd *rand.Rand) string {
 		u[8+i] = byte(lo >> (8 * (7 - i)))
 	}
 	return prefix + u.String()
+}
+
+// Parse returns the ULID of s when s is prefix followed by a ULID in the
+// form New writes it (upper case), so that Format gives s back; ok is false
+// for any other string.
+func Parse(prefix, s string) (u ulid.ULID, ok bool) {
+	if len(s) != len(prefix)+ulid.EncodedSize || s[:len(prefix)] != prefix {
+		return ulid.ULID{}, false
+	}
+	text := s[len(prefix):]
+	u, err := ulid.ParseStrict(text)
+	if err != nil {
+		return ulid.ULID{}, false
+	}
+	var back [ulid.EncodedSize]byte
+	_ = u.MarshalTextTo(back[:])
+	if string(back[:]) != text {
+		return ulid.ULID{}, false
+	}
+	return u, true
+}
+
+// Format is the id of ULID u with prefix, as New writes it.
+func Format(prefix string, u ulid.ULID) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + ulid.EncodedSize)
+	b.WriteString(prefix)
+	var text [ulid.EncodedSize]byte
+	_ = u.MarshalTextTo(text[:])
+	b.Write(text[:])
+	return b.String()
 }

@@ -31,3 +31,21 @@ func TestNewIsPrefixedULIDOrderedByTime(t *testing.T) {
 		t.Fatal("two ids at the same instant collided")
 	}
 }
+
+func TestParseGivesBackWhatFormatWrites(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	s := New(Signal, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), rnd)
+	u, ok := Parse(Signal, s)
+	if !ok || Format(Signal, u) != s {
+		t.Fatalf("Parse(%q) = %v, %v; Format gives %q", s, u, ok, Format(Signal, u))
+	}
+	for _, odd := range []string{
+		"", "sig_", "sig_1", "run_" + s[len(Signal):], strings.ToLower(s), s + "0",
+		"sig_" + "80000000000000000000000000", // overflows 128 bits
+		"sig_" + "0000000000000000000000000I", // not Crockford
+	} {
+		if _, ok := Parse(Signal, odd); ok {
+			t.Errorf("Parse(%q) accepted an id Format would not give back", odd)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/plaudit/plaudit/engine/id"
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+// SignalLog holds an agent's signals in receipt order. Signals are most of
+// a served agent's memory (it keeps every one and reads them back a run at
+// a time), so each is a fixed-size record without pointers, which the
+// collector never scans, and every string a record would repeat is kept
+// once per agent:
+//
+//   - kinds, sessions and objects are interned in names and named by index;
+//   - the run is its index in runIDs, the runs in creation order;
+//   - the id is the 16 bytes of its ULID, written "sig_" + base 32 on read;
+//   - times are Unix nanoseconds, as the codec writes them;
+//   - a dedup key, usually unique to its signal, is kept once, in
+//     dedupKeys, which the dedup index maps back into.
+//
+// Reads materialise a Signal, so a signal reads back exactly as it was
+// recorded. What a record cannot hold goes to a side table: an id that is
+// not "sig_" + a ULID as id.New writes it (oddIDs), a time outside Unix
+// nanoseconds (farTimes). The engine makes neither, except an occurred_at
+// after 2262, which a client may name.
+//
+// The rejected alternative is a map or a struct of strings per signal: a
+// Signal is 176 bytes before its strings, and its seven string headers are
+// pointers the collector scans on every cycle.
+//
+// The zero SignalLog is empty. A view (see view) is an immutable copy that
+// reads the same slices and has no indexes.
+type SignalLog struct {
+	recs      []signalRecord
+	names     []string // names[0] == ""
+	runIDs    []string
+	dedupKeys []string
+	oddIDs    []oddID // ascending at
+	farTimes  []time.Time
+
+	// The indexes, nil until the first run or signal and in a view.
+	nameIndex     map[string]uint32
+	runIndex      map[string]uint32  // run id → index in runIDs
+	runSignals    [][]int32          // run index → indexes into recs
+	objectSignals map[uint32][]int32 // object name → indexes into recs
+	dedup         map[string]int32   // dedup key → index into recs
+}
+
+// signalRecord is one stored signal: 72 bytes, no pointers.
+type signalRecord struct {
+	id       ulid.ULID // zero: the id is in oddIDs
+	value    float64
+	occurred stamp
+	received stamp
+	seq      uint64
+	kind     uint32 // names
+	session  uint32 // names; 0 for none
+	object   uint32 // names; 0 for none
+	run      uint32 // runIDs index + 1; 0 for none
+	dedup    uint32 // dedupKeys index + 1; 0 for none
+}
+
+type oddID struct {
+	at int32
+	id string
+}
+
+// A stamp is a time as Unix nanoseconds. Stamps below farStamps are not
+// instants: noTime is the zero time, and noTime+1+i is farTimes[i].
+type stamp int64
+
+const (
+	noTime    stamp = math.MinInt64
+	farStamps stamp = noTime + 1<<32
+)
+
+// addRun makes a run known, in creation order; signals name it by id.
+func (l *SignalLog) addRun(runID string) {
+	l.init()
+	l.runIndex[runID] = uint32(len(l.runIDs))
+	l.runIDs = append(l.runIDs, runID)
+	l.runSignals = append(l.runSignals, nil)
+}
+
+// add appends s; its run, if any, must be known.
+func (l *SignalLog) add(s Signal) error {
+	run, known := l.runIndex[s.RunID]
+	if s.RunID != "" && !known {
+		return fmt.Errorf("engine: signal %s of unknown run %s", s.ID, s.RunID)
+	}
+	l.init()
+	i := int32(len(l.recs))
+	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.intern(s.Kind), session: l.intern(s.SessionID),
+		object: l.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
+	if known {
+		rec.run = run + 1
+		l.runSignals[run] = append(l.runSignals[run], i)
+	}
+	if u, ok := id.Parse(id.Signal, s.ID); ok && !u.IsZero() {
+		rec.id = u
+	} else {
+		l.oddIDs = append(l.oddIDs, oddID{i, s.ID})
+	}
+	if s.Object != "" {
+		l.objectSignals[rec.object] = append(l.objectSignals[rec.object], i)
+	}
+	if s.DedupKey != "" {
+		l.dedupKeys = append(l.dedupKeys, s.DedupKey)
+		rec.dedup = uint32(len(l.dedupKeys))
+		l.dedup[s.DedupKey] = i
+	}
+	l.recs = append(l.recs, rec)
+	return nil
+}
+
+func (l *SignalLog) init() {
+	if l.nameIndex != nil {
+		return
+	}
+	l.names = []string{""}
+	l.nameIndex = map[string]uint32{"": 0}
+	l.runIndex = map[string]uint32{}
+	l.objectSignals = map[uint32][]int32{}
+	l.dedup = map[string]int32{}
+}
+
+func (l *SignalLog) intern(s string) uint32 {
+	if n, ok := l.nameIndex[s]; ok {
+		return n
+	}
+	n := uint32(len(l.names))
+	l.names = append(l.names, s)
+	l.nameIndex[s] = n
+	return n
+}
+
+func (l *SignalLog) stamp(t time.Time) stamp {
+	if t.IsZero() {
+		return noTime
+	}
+	if n := stamp(t.UnixNano()); n >= farStamps && time.Unix(0, int64(n)).Equal(t) {
+		return n
+	}
+	l.farTimes = append(l.farTimes, t)
+	return noTime + stamp(len(l.farTimes))
+}
+
+func (l *SignalLog) time(s stamp) time.Time {
+	switch {
+	case s == noTime:
+		return time.Time{}
+	case s < farStamps:
+		return l.farTimes[s-noTime-1]
+	}
+	return time.Unix(0, int64(s)).UTC()
+}
+
+// Len is the number of signals.
+func (l *SignalLog) Len() int { return len(l.recs) }
+
+// At returns signal i, in receipt order.
+func (l *SignalLog) At(i int) Signal {
+	rec := &l.recs[i]
+	s := Signal{Kind: l.names[rec.kind], Value: rec.value, SessionID: l.names[rec.session], Object: l.names[rec.object],
+		OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq}
+	if rec.id.IsZero() {
+		k, _ := slices.BinarySearchFunc(l.oddIDs, int32(i), func(o oddID, at int32) int { return int(o.at - at) })
+		s.ID = l.oddIDs[k].id
+	} else {
+		s.ID = id.Format(id.Signal, rec.id)
+	}
+	if rec.run != 0 {
+		s.RunID = l.runIDs[rec.run-1]
+	}
+	if rec.dedup != 0 {
+		s.DedupKey = l.dedupKeys[rec.dedup-1]
+	}
+	return s
+}
+
+// All yields every signal in receipt order.
+func (l *SignalLog) All() iter.Seq[Signal] {
+	return func(yield func(Signal) bool) {
+		for i := range l.recs {
+			if !yield(l.At(i)) {
+				return
+			}
+		}
+	}
+}
+
+// view is an immutable copy: its slices are capped prefixes of append-only
+// slices, so later appends never show, and it has no indexes.
+func (l *SignalLog) view() SignalLog {
+	return SignalLog{recs: capped(l.recs), names: capped(l.names), runIDs: capped(l.runIDs),
+		dedupKeys: capped(l.dedupKeys), oddIDs: capped(l.oddIDs), farTimes: capped(l.farTimes)}
+}
+
+func capped[S ~[]E, E any](s S) S { return s[:len(s):len(s)] }
+
+// byDedupKey finds the signal recorded under a dedup key.
+func (l *SignalLog) byDedupKey(key string) (int, bool) {
+	i, ok := l.dedup[key]
+	return int(i), ok
+}
+
+// ofRun lists the signals sent to a run by id or session.
+func (l *SignalLog) ofRun(runID string) []int32 {
+	if run, ok := l.runIndex[runID]; ok {
+		return l.runSignals[run]
+	}
+	return nil
+}
+
+// ofObject lists the signals sent to an object.
+func (l *SignalLog) ofObject(object string) []int32 {
+	if n, ok := l.nameIndex[object]; ok && n != 0 {
+		return l.objectSignals[n]
+	}
+	return nil
+}
+
+// appendObjective appends the signals at idx as the objective reads them.
+func (l *SignalLog) appendObjective(buf []objective.Signal, idx []int32) []objective.Signal {
+	for _, i := range idx {
+		rec := &l.recs[i]
+		buf = append(buf, objective.Signal{Kind: l.names[rec.kind], Value: rec.value,
+			OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq})
+	}
+	return buf
+}
