@@ -12,8 +12,8 @@ type Agent struct {
 	info    AgentInfo
 	created bool
 
-	runs          map[string]*Run
-	runList       []*Run // creation order
+	runs          map[string]int32 // run id → index in runList
+	runList       []*Run           // creation order
 	runByExternal map[string]*Run
 	// sessionLatest is, per session, the finished run with the latest finished_at.
 	sessionLatest map[string]*Run
@@ -38,7 +38,7 @@ type Agent struct {
 // NewAgent returns an empty agent; its first event must be AgentCreated.
 func NewAgent() *Agent {
 	return &Agent{
-		runs:          map[string]*Run{},
+		runs:          map[string]int32{},
 		runByExternal: map[string]*Run{},
 		sessionLatest: map[string]*Run{},
 		objectRuns:    map[string][]string{},
@@ -91,21 +91,21 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		a.created = true
 	case RunCreated:
 		r := e.Run
-		a.runs[r.ID] = &r
+		a.runs[r.ID] = int32(len(a.runList))
 		a.runList = append(a.runList, &r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
 			a.runByExternal[r.ExternalID] = &r
 		}
 	case RunFinished:
-		r := a.runs[e.RunID]
+		r, _ := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: finish of unknown run %s", e.RunID)
 		}
 		r.Finished, r.Succeeded, r.FinishedAt = true, e.Succeeded, e.FinishedAt
 		a.noteSessionFinish(r)
 	case ObjectClaimed:
-		r := a.runs[e.RunID]
+		r, _ := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: claim of unknown run %s", e.RunID)
 		}
@@ -114,7 +114,7 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		r.Claims = append(r.Claims, cl)
 		a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], r.ID)
 	case TraceRegistered:
-		r := a.runs[e.RunID]
+		r, _ := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: trace of unknown run %s", e.RunID)
 		}
@@ -122,9 +122,13 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	case SignalRecorded:
 		s := e.Signal
 		s.Seq = seq
-		if err := a.signals.add(s); err != nil {
-			return err
+		run := -1
+		if s.RunID != "" {
+			if _, run = a.find(s.RunID); run < 0 {
+				return fmt.Errorf("engine: signal of unknown run %s", s.RunID)
+			}
 		}
+		a.signals.add(s, run)
 	case VariationCreated:
 		v := e.Variation
 		a.variations[v.ID] = &v

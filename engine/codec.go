@@ -154,14 +154,22 @@ func DecodeState(b []byte) (State, error) {
 	if format == snapshotV1 {
 		numberClaimsByTime(s.Runs)
 	}
-	for _, run := range s.Runs {
+	runs := make(map[string]int, len(s.Runs))
+	for i, run := range s.Runs {
+		runs[run.ID] = i
 		s.Signals.addRun(run.ID)
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		if sig := r.signal(); r.err == nil {
-			if err := s.Signals.add(sig); err != nil {
-				r.fail("%v", err)
-			}
+		sig := r.signal()
+		run, ok := runs[sig.RunID]
+		switch {
+		case r.err != nil:
+		case sig.RunID == "":
+			s.Signals.add(sig, -1)
+		case ok:
+			s.Signals.add(sig, run)
+		default:
+			r.fail("signal %s of unknown run %s", sig.ID, sig.RunID)
 		}
 	}
 	s.Signals = s.Signals.view()

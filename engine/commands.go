@@ -132,7 +132,8 @@ func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRu
 	var runID string
 	return execute(a, func() (evs []Event, err error) { runID, evs, err = a.createRun(c, now.UTC(), rnd); return },
 		func() CreatedRun {
-			cr := CreatedRun{Run: a.runView(a.runs[runID])}
+			r, _ := a.find(runID)
+			cr := CreatedRun{Run: a.runView(r)}
 			if v := a.variations[cr.Run.VariationID]; v != nil {
 				vv := *v
 				cr.Variation = &vv
@@ -144,7 +145,7 @@ func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRu
 // FinishRun finishes a run and appends its run.succeeded signal.
 func (a *Agent) FinishRun(c FinishRun, now time.Time, rnd *rand.Rand) (Run, []Event, error) {
 	return execute(a, func() ([]Event, error) { return a.finishRun(c, now.UTC(), rnd) },
-		func() Run { return a.runView(a.runs[c.RunID]) })
+		func() Run { r, _ := a.find(c.RunID); return a.runView(r) })
 }
 
 // ClaimObject makes a run claim an object; claiming it again changes nothing.
@@ -153,7 +154,7 @@ func (a *Agent) ClaimObject(c ClaimObject, now time.Time) (ClaimResult, []Event,
 	return execute(a, func() (evs []Event, err error) { res, evs, err = a.claimObject(c, now.UTC()); return },
 		func() ClaimResult {
 			if res.Created {
-				r := a.runs[res.RunID]
+				r, _ := a.find(res.RunID)
 				res.Claim = r.Claims[len(r.Claims)-1]
 			}
 			return res
@@ -374,10 +375,25 @@ func (a *Agent) putObjective(c PutObjective, now time.Time) ([]Event, error) {
 }
 
 func (a *Agent) run(runID string) (*Run, error) {
-	if r := a.runs[runID]; r != nil {
-		return r, nil
+	r, _, err := a.runIndex(runID)
+	return r, err
+}
+
+// runIndex finds a run and its index in runList.
+func (a *Agent) runIndex(runID string) (*Run, int, error) {
+	if r, i := a.find(runID); r != nil {
+		return r, i, nil
 	}
-	return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	return nil, -1, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+}
+
+// find is runIndex for apply, which has its own errors: nil, -1 when there
+// is no such run.
+func (a *Agent) find(runID string) (*Run, int) {
+	if i, ok := a.runs[runID]; ok {
+		return a.runList[i], int(i)
+	}
+	return nil, -1
 }
 
 // SignalRuns lists the runs a signal attaches to at this moment: an object

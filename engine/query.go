@@ -37,11 +37,11 @@ func (a *Agent) runView(r *Run) Run {
 // RunSignals returns the signals of a run in receipt order: those sent to it
 // by run id or session, and those sent to any object it claimed.
 func (a *Agent) RunSignals(runID string) ([]Signal, error) {
-	r, err := a.run(runID)
+	r, i, err := a.runIndex(runID)
 	if err != nil {
 		return nil, err
 	}
-	idx := a.signalIndexes(r)
+	idx := a.signalIndexes(r, i)
 	out := make([]Signal, len(idx))
 	for i, j := range idx {
 		out[i] = a.signals.At(int(j))
@@ -49,8 +49,8 @@ func (a *Agent) RunSignals(runID string) ([]Signal, error) {
 	return out, nil
 }
 
-func (a *Agent) signalIndexes(r *Run) []int32 {
-	idx := a.signals.ofRun(r.ID)
+func (a *Agent) signalIndexes(r *Run, i int) []int32 {
+	idx := a.signals.ofRun(i)
 	if len(r.Claims) == 0 {
 		return idx
 	}
@@ -78,7 +78,7 @@ func (a *Agent) Objective(v int) (ObjectiveVersion, error) {
 
 // Reward computes a run's reward under objective version v (< 0: current) at now.
 func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, error) {
-	r, err := a.run(runID)
+	_, i, err := a.runIndex(runID)
 	if err != nil {
 		return objective.Reward{}, err
 	}
@@ -86,7 +86,7 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 	if err != nil {
 		return objective.Reward{}, err
 	}
-	return a.reward(r, ov, now), nil
+	return a.reward(i, ov, now), nil
 }
 
 // reward evaluates r, gathering its signals into the agent's scratch
@@ -94,9 +94,10 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 // evaluator orders signals itself, and a run's sources are disjoint (a
 // signal has one subject; a run claims an object once), so the indexes need
 // neither sorting nor deduplication here.
-func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Reward {
+func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Reward {
+	r := a.runList[i]
 	buf := a.scratch
-	n := len(a.signals.ofRun(r.ID)) + len(a.runReports[r.ID])
+	n := len(a.signals.ofRun(i)) + len(a.runReports[r.ID])
 	for _, cl := range r.Claims {
 		n += len(a.signals.ofObject(cl.Object))
 	}
@@ -104,7 +105,7 @@ func (a *Agent) reward(r *Run, ov ObjectiveVersion, now time.Time) objective.Rew
 		buf = make([]objective.Signal, 0, n)
 	}
 	buf = buf[:0]
-	buf = a.signals.appendObjective(buf, a.signals.ofRun(r.ID))
+	buf = a.signals.appendObjective(buf, a.signals.ofRun(i))
 	for _, cl := range r.Claims {
 		buf = a.signals.appendObjective(buf, a.signals.ofObject(cl.Object))
 	}
@@ -121,9 +122,9 @@ func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (obj
 		return objective.Summary{}, err
 	}
 	var rewards []objective.Reward
-	for _, r := range a.runList {
+	for i, r := range a.runList {
 		if r.Version == version {
-			rewards = append(rewards, a.reward(r, ov, now))
+			rewards = append(rewards, a.reward(i, ov, now))
 		}
 	}
 	return objective.Summarize(version, ov.Version, rewards, limit), nil

@@ -48,7 +48,6 @@ type SignalLog struct {
 
 	// The indexes, nil until the first run or signal and in a view.
 	nameIndex     map[string]uint32
-	runIndex      map[string]uint32  // run id → index in runIDs
 	runSignals    [][]int32          // run index → indexes into recs
 	objectSignals map[uint32][]int32 // object name → indexes into recs
 	dedup         map[string]int32   // dedup key → index into recs
@@ -82,26 +81,24 @@ const (
 	farStamps stamp = noTime + 1<<32
 )
 
-// addRun makes a run known, in creation order; signals name it by id.
+// addRun makes the next run known: runs are numbered in creation order.
 func (l *SignalLog) addRun(runID string) {
-	l.init()
-	l.runIndex[runID] = uint32(len(l.runIDs))
 	l.runIDs = append(l.runIDs, runID)
 	l.runSignals = append(l.runSignals, nil)
 }
 
-// add appends s; its run, if any, must be known.
-func (l *SignalLog) add(s Signal) error {
-	run, known := l.runIndex[s.RunID]
-	if s.RunID != "" && !known {
-		return fmt.Errorf("engine: signal %s of unknown run %s", s.ID, s.RunID)
+// add appends s. run is the number of s.RunID (see addRun), or -1 when s
+// has no run; the caller resolves it, as it knows the runs by id already.
+func (l *SignalLog) add(s Signal, run int) {
+	if (run < 0) != (s.RunID == "") || run >= 0 && l.runIDs[run] != s.RunID {
+		panic(fmt.Sprintf("engine: signal %s of run %s numbered %d", s.ID, s.RunID, run))
 	}
 	l.init()
 	i := int32(len(l.recs))
 	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.intern(s.Kind), session: l.intern(s.SessionID),
 		object: l.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
-	if known {
-		rec.run = run + 1
+	if run >= 0 {
+		rec.run = uint32(run) + 1
 		l.runSignals[run] = append(l.runSignals[run], i)
 	}
 	if u, ok := id.Parse(id.Signal, s.ID); ok && !u.IsZero() {
@@ -118,7 +115,6 @@ func (l *SignalLog) add(s Signal) error {
 		l.dedup[s.DedupKey] = i
 	}
 	l.recs = append(l.recs, rec)
-	return nil
 }
 
 func (l *SignalLog) init() {
@@ -127,7 +123,6 @@ func (l *SignalLog) init() {
 	}
 	l.names = []string{""}
 	l.nameIndex = map[string]uint32{"": 0}
-	l.runIndex = map[string]uint32{}
 	l.objectSignals = map[uint32][]int32{}
 	l.dedup = map[string]int32{}
 }
@@ -212,13 +207,8 @@ func (l *SignalLog) byDedupKey(key string) (int, bool) {
 	return int(i), ok
 }
 
-// ofRun lists the signals sent to a run by id or session.
-func (l *SignalLog) ofRun(runID string) []int32 {
-	if run, ok := l.runIndex[runID]; ok {
-		return l.runSignals[run]
-	}
-	return nil
-}
+// ofRun lists the signals sent to run number run by id or session.
+func (l *SignalLog) ofRun(run int) []int32 { return l.runSignals[run] }
 
 // ofObject lists the signals sent to an object.
 func (l *SignalLog) ofObject(object string) []int32 {

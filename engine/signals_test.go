@@ -26,15 +26,12 @@ func TestSignalLogReadsBackWhatWasAdded(t *testing.T) {
 			OccurredAt: time.Unix(0, math.MinInt64+5).UTC(), Seq: math.MaxUint64},
 		{ID: "sig_01KB6ZQ2XJCQ3J0AWVMZ5ZQK80", Kind: "human.rating", RunID: "run_2", ReceivedAt: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
+	runs := map[string]int{"": -1, "run_01KB6ZQ2XJ0000000000000000": 0, "run_2": 1}
 	for _, s := range signals {
-		if err := l.add(s); err != nil {
-			t.Fatal(err)
-		}
+		l.add(s, runs[s.RunID])
 	}
 	view := l.view()
-	if err := l.add(Signal{ID: "sig_late", Kind: "late", RunID: "run_2"}); err != nil {
-		t.Fatal(err)
-	}
+	l.add(Signal{ID: "sig_late", Kind: "late", RunID: "run_2"}, 1)
 	if view.Len() != len(signals) {
 		t.Fatalf("a view has %d signals, want the %d added before it", view.Len(), len(signals))
 	}
@@ -49,19 +46,19 @@ func TestSignalLogReadsBackWhatWasAdded(t *testing.T) {
 	if got := l.ofObject("human.rating"); !reflect.DeepEqual(got, []int32{3}) {
 		t.Errorf("signals of object human.rating (also a kind) = %v, want [3]", got)
 	}
-	if got := l.ofRun("run_2"); !reflect.DeepEqual(got, []int32{1, 4, 5}) {
+	if got := l.ofRun(1); !reflect.DeepEqual(got, []int32{1, 4, 5}) {
 		t.Errorf("signals of run_2 = %v, want [1 4 5]", got)
 	}
 }
 
 func TestSignalOfUnknownRunDoesNotApply(t *testing.T) {
-	var l SignalLog
-	l.addRun("run_1")
-	if err := l.add(Signal{ID: "sig_1", Kind: "k", RunID: "run_2"}); err == nil {
-		t.Fatal("a signal of an unknown run was added")
+	h := newHarness(t)
+	ev := SignalRecorded{Signal: Signal{ID: "sig_1", Kind: "k", RunID: "run_unknown", ReceivedAt: t0}}
+	if err := h.a.Replay(h.a.LastSeq()+1, ev); err == nil {
+		t.Fatal("a signal of an unknown run was replayed")
 	}
-	if l.Len() != 0 || len(l.names) != 1 {
-		t.Fatalf("a refused signal left %d records and %d names", l.Len(), len(l.names))
+	if st := h.a.Snapshot(); st.Signals.Len() != 0 {
+		t.Fatalf("a refused signal left %d signals", st.Signals.Len())
 	}
 }
 
