@@ -36,16 +36,18 @@ type Agent struct {
 }
 
 // NewAgent returns an empty agent; its first event must be AgentCreated.
-func NewAgent() *Agent {
-	return &Agent{
-		runs:          map[string]int32{},
-		runByExternal: map[string]*Run{},
-		sessionLatest: map[string]*Run{},
-		objectRuns:    map[string][]string{},
-		variations:    map[string]*Variation{},
-		reports:       map[reportKey]*Report{},
-		runReports:    map[string][]*Report{},
-	}
+func NewAgent() *Agent { return &Agent{} }
+
+// makeIndexes makes the agent's maps, at its first event after
+// AgentCreated: an idle agent, created and then never used, keeps none.
+func (a *Agent) makeIndexes() {
+	a.runs = map[string]int32{}
+	a.runByExternal = map[string]*Run{}
+	a.sessionLatest = map[string]*Run{}
+	a.objectRuns = map[string][]string{}
+	a.variations = map[string]*Variation{}
+	a.reports = map[reportKey]*Report{}
+	a.runReports = map[string][]*Report{}
 }
 
 // Info describes the agent; zero until AgentCreated is applied.
@@ -85,6 +87,9 @@ func (a *Agent) commit(events []Event) {
 // sequence number of the event; apply stamps it on what the event records
 // (signals, claims, reports), so no command has to predict it.
 func (a *Agent) apply(seq uint64, ev Event) error {
+	if _, creation := ev.(AgentCreated); !creation && a.runs == nil {
+		a.makeIndexes()
+	}
 	switch e := ev.(type) {
 	case AgentCreated:
 		a.info = e.Info
