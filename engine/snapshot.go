@@ -57,7 +57,7 @@ func (a *Agent) Snapshot() State {
 // with the latest finished_at, ties to the larger id).
 func Restore(s State) (*Agent, error) {
 	a := NewAgent()
-	for _, e := range s.events() {
+	for e := range s.events {
 		if err := a.apply(e.seq, e.ev); err != nil {
 			return nil, fmt.Errorf("restore: %w", err)
 		}
@@ -71,10 +71,16 @@ type seqEvent struct {
 	ev  Event
 }
 
-// events lists the events that rebuild s, in an order apply accepts.
-func (s State) events() []seqEvent {
-	var out []seqEvent
-	add := func(seq uint64, ev Event) { out = append(out, seqEvent{seq, ev}) }
+// events yields the events that rebuild s, in an order apply accepts, one
+// at a time: a restore holds the snapshot's compact signals and the agent's,
+// never a Signal per signal besides.
+func (s State) events(yield func(seqEvent) bool) {
+	stop := false
+	add := func(seq uint64, ev Event) {
+		if !stop && !yield(seqEvent{seq, ev}) {
+			stop = true
+		}
+	}
 	if s.Created {
 		add(0, AgentCreated{Info: s.Info})
 	}
@@ -109,7 +115,8 @@ func (s State) events() []seqEvent {
 	for _, c := range claims {
 		add(c.claim.Seq, ObjectClaimed{RunID: c.run, Claim: c.claim})
 	}
-	for sig := range s.Signals.All() {
+	for i := 0; i < s.Signals.Len() && !stop; i++ {
+		sig := s.Signals.At(i)
 		add(sig.Seq, SignalRecorded{Signal: sig})
 	}
 	for _, fb := range s.Feedback {
@@ -118,7 +125,6 @@ func (s State) events() []seqEvent {
 	for _, rep := range s.Reports {
 		add(rep.Seq, ReportRecorded{Report: rep})
 	}
-	return out
 }
 
 // allReports copies every standing report, run by run in run order, each
