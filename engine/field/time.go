@@ -3,12 +3,13 @@ package field
 import "time"
 
 // The instants a client may name: from the Unix epoch up to, not
-// including, 9990-01-01. The upper bound leaves room for a run finished at
-// the last instant plus the longest horizon (objective.MaxDurationS, ten
-// years) to render as RFC 3339, whose years have four digits.
+// including, 2200-01-01. The log stores instants as Unix nanoseconds, which
+// an int64 holds until 2262-04-11; the bound leaves room beyond it for a
+// run finished at the last instant plus the longest horizon
+// (objective.MaxDurationS, ten years).
 var (
 	MinTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxTime = time.Date(9990, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // Time parses an RFC 3339 timestamp a client sent, in UTC, and holds it to
