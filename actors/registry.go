@@ -220,8 +220,11 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 	if e == nil {
 		e = &entry{}
 		rnd := r.newRand()
+		// The mailbox is unbounded: e.inflight already bounds what one
+		// agent holds (see above), and a bounded mailbox would allocate its
+		// MailboxLimit slots up front, 50 KB an idle agent.
 		props := actor.PropsFromProducer(func() actor.Actor { return newAgentActor(r, agentID, e, rnd) },
-			actor.WithMailbox(actor.Bounded(r.cfg.MailboxLimit+64)), actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
+			actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
 		e.pid = r.system.Root.Spawn(props)
 		sh.agents[agentID] = e
 	}
