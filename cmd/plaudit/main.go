@@ -76,6 +76,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&cfg.BallastBytes, "ballast-bytes", 0, "size of the ballast file kept in the data directory (0: 1% of the disk, at most 256 MiB; negative: none)")
 	fs.BoolVar(&cfg.DurableSelect, "durable-select", false, "answer run creation only after its fsync, like every other write")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty")
+	mutexFraction := fs.Int("pprof-mutex-fraction", 0, "with --pprof: runtime.SetMutexProfileFraction (0: mutex profile off)")
+	blockRate := fs.Int("pprof-block-rate", 0, "with --pprof: runtime.SetBlockProfileRate in ns (0: block profile off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +90,13 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	cfg.Logger = logger
 	cfg.BootstrapKey = os.Getenv("PLAUDIT_BOOTSTRAP_KEY")
 	cfg.Version = version
+	if *pprofAddr != "" {
+		closePprof, err := servePprof(*pprofAddr, *mutexFraction, *blockRate, logger)
+		if err != nil {
+			return err
+		}
+		defer closePprof()
+	}
 
 	srv, err := server.Start(cfg)
 	if err != nil {
