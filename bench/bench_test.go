@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
 )
 
@@ -254,21 +255,39 @@ func TestRunForStopsAtDeadline(t *testing.T) {
 	}
 }
 
-func TestQuantileNearestRank(t *testing.T) {
-	var d []time.Duration
+// TestPercentilesComeFromEveryWorker: 100 operations taking 1..100 µs,
+// spread over 4 workers, give the nearest-rank percentiles of all of them
+// (within 1%: the histogram keeps three significant digits over a
+// 1 µs unit).
+func TestPercentilesComeFromEveryWorker(t *testing.T) {
+	workers := make([]worker, 4)
+	for i := range workers {
+		workers[i].hist = hdrhistogram.New(histLowest, histHighest, histDigits)
+	}
 	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i))
+		workers[i%4].record(time.Duration(i)*time.Microsecond, nil)
 	}
-	for _, tc := range []struct {
-		q    float64
-		want time.Duration
-	}{{0.5, 50}, {0.99, 99}, {1, 100}, {0, 1}} {
-		if got := quantile(d, tc.q); got != tc.want {
-			t.Errorf("quantile(1..100, %v) = %v, want %v", tc.q, got, tc.want)
-		}
+	r := summarise(workers, time.Second)
+	near := func(got, want time.Duration) bool { return got >= want && got <= want+want/100 }
+	if r.Ops != 100 || !near(r.P50, 50*time.Microsecond) || !near(r.P99, 99*time.Microsecond) ||
+		!near(r.P999, 100*time.Microsecond) || !near(r.Max, 100*time.Microsecond) {
+		t.Fatalf("got %v, want 100 ops, p50 50µs, p99 99µs, p99.9 and max 100µs", r)
 	}
-	if got := quantile(d[:1], 0.99); got != 1 {
-		t.Errorf("quantile of one = %v, want 1", got)
+}
+
+// TestOpenLoopChargesTheWaitForAWorker: at 1,000 ops/s with one worker and
+// operations of 5 ms, the nth operation is due at n ms but starts at 5n
+// ms, so latencies, measured from the due time, grow far past the 5 ms an
+// operation takes; a closed loop would report 5 ms throughout.
+func TestOpenLoopChargesTheWaitForAWorker(t *testing.T) {
+	res, err := Loop{C: 1, Rate: 1000, D: 50 * time.Millisecond}.Run(func(int) (Op, error) {
+		return func() error { time.Sleep(5 * time.Millisecond); return nil }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops != 50 || res.Max < 100*time.Millisecond {
+		t.Fatalf("got %v, want 50 ops and a max latency well over 100ms", res)
 	}
 }
 

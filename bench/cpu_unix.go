@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// processCPU is the user plus system time this process has used. The
-// workloads run client and server in one process, so it is the CPU of both.
+// processCPU is the user plus system time this process has used: the CPU
+// of the workloads that run in the bench process (raw Pebble, a Beta draw,
+// an in-process server in the Go benchmarks), client and server alike.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

@@ -3,10 +3,12 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Op is one operation of one worker; nil means it succeeded. An Op is called
@@ -18,22 +20,52 @@ type Op func() error
 // measured.
 type Workload func(worker int) (Op, error)
 
-// Result is what one closed-loop run measured. Latencies are of successful
-// operations only; failed ones are counted in Errors.
+// Loop is how operations are issued.
+//
+// Closed loop (Rate 0): each of C workers issues its next operation when
+// the previous one has answered, N operations in all, or for D. Latency is
+// from the operation's start, so a slow answer delays the next request and
+// is seen once: this is the view of C callers that each wait.
+//
+// Open loop (Rate > 0): operation i is due at start + i/Rate, for D; at most
+// C are in flight. Latency is from the due time, not the actual send, so an
+// operation that had to wait for a free worker, or for a server that fell
+// behind, is charged that wait (no coordinated omission, as in wrk2). The
+// harness's own wake-up lateness (tens of µs for a sleeping goroutine) is
+// charged too; it shows as the p50 floor at low rates.
+type Loop struct {
+	C    int
+	N    int
+	D    time.Duration
+	Rate float64
+	// CPU reads the user+system CPU clock of the process under test (the
+	// child server); nil reads this process's.
+	CPU func() time.Duration
+	// Progress, when not nil, gets a line a second while the loop runs,
+	// prefixed by Label.
+	Progress io.Writer
+	Label    string
+}
+
+// Result is what one run measured. Latencies are of successful operations
+// only; failed ones are counted in Errors.
 type Result struct {
-	Ops       int           // operations that succeeded
-	Errors    int           // operations that failed
-	FirstErr  error         // one of the failures, for the report
-	Elapsed   time.Duration // wall time from the first start to the last answer
-	P50       time.Duration
-	P99       time.Duration
-	Max       time.Duration
-	OpsPerSec float64 // Ops / Elapsed
-	// CPU is the user and system time the whole process (client and
-	// server alike) used during the run; zero where it is not measured.
-	// Unlike Elapsed it does not grow when other programs take the
-	// machine's cores, so CPUPerOp is the steadier figure on a busy host.
-	CPU time.Duration
+	Ops       int           `json:"ops"`    // operations that succeeded
+	Errors    int           `json:"errors"` // operations that failed
+	FirstErr  error         `json:"-"`      // one of the failures, for the report
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	P50       time.Duration `json:"p50_ns"`
+	P99       time.Duration `json:"p99_ns"`
+	P999      time.Duration `json:"p999_ns"`
+	Max       time.Duration `json:"max_ns"`
+	OpsPerSec float64       `json:"ops_per_sec"` // Ops / Elapsed
+	// CPU is the user and system time the process under test used
+	// during the run (Loop.CPU). Unlike Elapsed it does not grow when
+	// other programs take the machine's cores, so CPUPerOp is the steadier
+	// figure on a busy host.
+	CPU time.Duration `json:"cpu_ns"`
+	// Hist holds every successful latency, in nanoseconds.
+	Hist *hdrhistogram.Histogram `json:"-"`
 }
 
 // CPUPerOp is CPU over the successful operations; zero when not measured.
@@ -45,47 +77,63 @@ func (r Result) CPUPerOp() time.Duration {
 }
 
 func (r Result) String() string {
-	s := fmt.Sprintf("%d ops in %v (%.0f ops/s), p50 %v, p99 %v, max %v, cpu/op %v",
-		r.Ops, r.Elapsed.Round(time.Millisecond), r.OpsPerSec, r.P50, r.P99, r.Max, r.CPUPerOp())
+	s := fmt.Sprintf("%d ops in %v (%.0f ops/s), p50 %v, p99 %v, p99.9 %v, max %v, cpu/op %v",
+		r.Ops, r.Elapsed.Round(time.Millisecond), r.OpsPerSec, r.P50, r.P99, r.P999, r.Max, r.CPUPerOp())
 	if r.Errors > 0 {
 		s += fmt.Sprintf(", %d errors (%v)", r.Errors, r.FirstErr)
 	}
 	return s
 }
 
-// RunOps runs n operations in total over c workers and returns when all have
-// answered.
-func RunOps(c, n int, mk Workload) (Result, error) {
-	if n < 1 {
-		return Result{}, errors.New("bench: op count must be at least 1")
-	}
-	var next atomic.Int64
-	return run(c, n/c+1, mk, nil, func() bool { return next.Add(1) <= int64(n) })
-}
+// RunOps runs n operations in total over c workers, closed loop.
+func RunOps(c, n int, mk Workload) (Result, error) { return Loop{C: c, N: n}.Run(mk) }
 
-// RunFor runs operations over c workers until d has passed; operations
-// in flight at the deadline finish and are counted.
-func RunFor(c int, d time.Duration, mk Workload) (Result, error) {
-	var deadline time.Time // set by begin, before the workers are released
-	begin := func() { deadline = time.Now().Add(d) }
-	return run(c, 1024, mk, begin, func() bool { return time.Now().Before(deadline) })
-}
+// RunFor runs operations over c workers until d has passed, closed loop;
+// operations in flight at the deadline finish and are counted.
+func RunFor(c int, d time.Duration, mk Workload) (Result, error) { return Loop{C: c, D: d}.Run(mk) }
+
+// The histograms record nanoseconds from 1 µs to a minute with three
+// significant digits: a 30 µs answer is told from a 30.03 µs one, and a
+// stall of seconds is still recorded (clamped to a minute), at ~200 KB per
+// worker.
+const (
+	histLowest  = int64(time.Microsecond)
+	histHighest = int64(time.Minute)
+	histDigits  = 3
+)
 
 // worker is one goroutine's record; each worker writes only its own.
 type worker struct {
-	lat      []time.Duration
+	hist     *hdrhistogram.Histogram
 	errors   int
 	firstErr error
 }
 
-// run is the closed loop shared by RunOps and RunFor: begin (if not nil)
-// runs just before the workers are released; more says whether a worker
-// should start another operation.
-func run(c, capHint int, mk Workload, begin func(), more func() bool) (Result, error) {
-	if c < 1 {
+func (w *worker) record(d time.Duration, err error) {
+	if err != nil {
+		if w.errors == 0 {
+			w.firstErr = err
+		}
+		w.errors++
+		return
+	}
+	_ = w.hist.RecordValue(min(max(int64(d), histLowest), histHighest))
+}
+
+// Run makes every worker's Op, then runs them as l says.
+func (l Loop) Run(mk Workload) (Result, error) {
+	if l.C < 1 {
 		return Result{}, errors.New("bench: concurrency must be at least 1")
 	}
-	ops := make([]Op, c)
+	switch {
+	case l.Rate < 0:
+		return Result{}, errors.New("bench: rate must not be negative")
+	case l.Rate > 0 && l.D <= 0:
+		return Result{}, errors.New("bench: an open loop needs a duration")
+	case l.Rate == 0 && l.N < 1 && l.D <= 0:
+		return Result{}, errors.New("bench: a closed loop needs an op count or a duration")
+	}
+	ops := make([]Op, l.C)
 	for i := range ops {
 		op, err := mk(i)
 		if err != nil {
@@ -93,72 +141,116 @@ func run(c, capHint int, mk Workload, begin func(), more func() bool) (Result, e
 		}
 		ops[i] = op
 	}
-	workers := make([]worker, c)
-	for i := range workers {
-		// Sized for an even share plus slack, so that appending does not
-		// allocate inside the measured loop in the common case.
-		workers[i].lat = make([]time.Duration, 0, capHint+capHint/2+16)
+	cpu := l.CPU
+	if cpu == nil {
+		cpu = processCPU
 	}
-	var wg sync.WaitGroup
-	start := make(chan struct{})
+	workers := make([]worker, l.C)
+	for i := range workers {
+		workers[i].hist = hdrhistogram.New(histLowest, histHighest, histDigits)
+	}
+	var (
+		wg    sync.WaitGroup
+		next  atomic.Int64 // operations claimed
+		done  atomic.Int64 // operations answered, for progress
+		start time.Time    // set before the workers are released
+		gate  = make(chan struct{})
+	)
+	// body is one worker's loop: claim the next operation while there is
+	// one, and run it.
+	body := func(w *worker, op Op) {
+		defer wg.Done()
+		<-gate
+		for {
+			i := next.Add(1) - 1
+			var t0 time.Time
+			switch {
+			case l.Rate > 0:
+				t0 = start.Add(time.Duration(float64(i) / l.Rate * float64(time.Second)))
+				if t0.Sub(start) >= l.D {
+					return
+				}
+				time.Sleep(time.Until(t0))
+			case l.N > 0:
+				if i >= int64(l.N) {
+					return
+				}
+				t0 = time.Now()
+			default:
+				t0 = time.Now()
+				if t0.Sub(start) >= l.D {
+					return
+				}
+			}
+			err := op()
+			w.record(time.Since(t0), err)
+			done.Add(1)
+		}
+	}
 	for i := range workers {
 		wg.Add(1)
-		go func(w *worker, op Op) {
-			defer wg.Done()
-			<-start
-			for more() {
-				t0 := time.Now()
-				err := op()
-				d := time.Since(t0)
-				if err != nil {
-					if w.errors == 0 {
-						w.firstErr = err
-					}
-					w.errors++
-					continue
-				}
-				w.lat = append(w.lat, d)
-			}
-		}(&workers[i], ops[i])
+		go body(&workers[i], ops[i])
 	}
-	if begin != nil {
-		begin()
-	}
-	cpu0, t0 := processCPU(), time.Now()
-	close(start)
+	stopProgress := l.progress(&done)
+	cpu0 := cpu()
+	start = time.Now()
+	close(gate)
 	wg.Wait()
-	r := summarise(workers, time.Since(t0))
-	r.CPU = processCPU() - cpu0
+	elapsed := time.Since(start)
+	cpuUsed := cpu() - cpu0
+	stopProgress()
+	r := summarise(workers, elapsed)
+	r.CPU = cpuUsed
 	return r, nil
 }
 
-func summarise(workers []worker, elapsed time.Duration) Result {
-	r := Result{Elapsed: elapsed}
-	n := 0
-	for _, w := range workers {
-		n += len(w.lat)
+// progress prints done's rate once a second until the returned func is
+// called; it does nothing without l.Progress.
+func (l Loop) progress(done *atomic.Int64) (stop func()) {
+	if l.Progress == nil {
+		return func() {}
 	}
-	all := make([]time.Duration, 0, n)
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		last, lastT := int64(0), time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-t.C:
+				n := done.Load()
+				fmt.Fprintf(l.Progress, "  %s: %d ops, %.0f ops/s\n", l.Label, n, float64(n-last)/now.Sub(lastT).Seconds())
+				last, lastT = n, now
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+	}
+}
+
+func summarise(workers []worker, elapsed time.Duration) Result {
+	r := Result{Elapsed: elapsed, Hist: hdrhistogram.New(histLowest, histHighest, histDigits)}
 	for _, w := range workers {
-		all = append(all, w.lat...)
+		r.Hist.Merge(w.hist)
 		r.Errors += w.errors
 		if r.FirstErr == nil {
 			r.FirstErr = w.firstErr
 		}
 	}
-	slices.Sort(all)
-	r.Ops = len(all)
+	r.Ops = int(r.Hist.TotalCount())
 	if r.Ops > 0 {
-		r.P50, r.P99, r.Max = quantile(all, 0.50), quantile(all, 0.99), all[len(all)-1]
+		r.P50 = time.Duration(r.Hist.ValueAtQuantile(50))
+		r.P99 = time.Duration(r.Hist.ValueAtQuantile(99))
+		r.P999 = time.Duration(r.Hist.ValueAtQuantile(99.9))
+		r.Max = time.Duration(r.Hist.Max())
 	}
 	if elapsed > 0 {
 		r.OpsPerSec = float64(r.Ops) / elapsed.Seconds()
 	}
 	return r
-}
-
-// quantile is the nearest-rank q-quantile of sorted, which is not empty.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(sorted)) + 0.999999)
-	return sorted[min(max(i-1, 0), len(sorted)-1)]
 }
