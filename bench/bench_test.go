@@ -5,22 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/valyala/fasthttp"
+
+	"github.com/plaudit/plaudit/server"
 )
 
-// row is one workload of a benchmark, run at each of its concurrencies.
+// row is one workload of a benchmark, run at each of its concurrencies,
+// with the server (where there is one) in this process: for profiling a
+// workload with `go test -bench -cpuprofile`. The published figures come
+// from `plaudit bench`, which runs the server in a process of its own.
 type row struct {
 	name string
 	cs   []int
-	run  func(dir string, c, n int) (Result, error)
+	run  func(dir string, l Loop) (Result, error)
 }
 
-var fasthttpHello = row{"fasthttp-hello", []int{1, 64}, func(_ string, c, n int) (Result, error) { return FasthttpHello(c, n) }}
+var fasthttpHello = row{"fasthttp-hello", []int{1, 64}, func(_ string, l Loop) (Result, error) { return FasthttpHello(l) }}
 
 // durableIngest is every row of BenchmarkDurableIngest; the baselines
 // (raw-pebble, fasthttp-hello) run at the same concurrencies so that the
@@ -29,27 +33,90 @@ var durableIngest = []row{
 	{"raw-pebble", []int{1, 64}, RawPebbleAppend},
 	{"http-signal", []int{1, 64}, withServer(HTTPSignalIngest)},
 	{"http-signal-64agents", []int{64}, withServer(HTTPSignalIngestAgents)},
+	{"nats-signal", []int{1, 64}, withServerNATS(NATSSignalIngest)},
+	{"http-feedback", []int{1, 64}, withServer(HTTPFeedback)},
 	fasthttpHello,
 }
 
 // selectRows is every row of BenchmarkSelect: each door's selection next
 // to the bare round trip of its transport, to be read as ratios.
 var selectRows = []row{
-	{"nats-echo", []int{1, 64}, func(_ string, c, n int) (Result, error) { return NATSEcho(c, n) }},
+	{"nats-echo", []int{1, 64}, func(_ string, l Loop) (Result, error) { return NATSEcho(l) }},
 	{"nats-select", []int{1, 64}, withSelectAgent(natsDoor, NATSSelect)},
 	fasthttpHello,
 	{"http-select", []int{1, 64}, withSelectAgent(httpDoor, HTTPSelect)},
+	{"beta-draws", []int{1}, func(_ string, l Loop) (Result, error) { return BetaDraws(l) }},
+}
+
+// readRows is every row of BenchmarkReads.
+var readRows = []row{
+	{"reward-read-10", []int{1, 64}, withServer(readWorkload(10))},
+	{"reward-read-1000", []int{1, 64}, withServer(readWorkload(1000))},
+	{"version-summary-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
+		return HTTPVersionSummary(baseURL, key, 1000, l)
+	})},
+}
+
+func readWorkload(n int) func(baseURL, key string, l Loop) (Result, error) {
+	return func(baseURL, key string, l Loop) (Result, error) { return HTTPRewardRead(baseURL, key, n, l) }
 }
 
 // judgedRows is every row of BenchmarkJudged: seed 003 rewards of built-in
 // checks only next to fasthttp-hello and the engine's scoring in process,
 // and one model judge next to them and the bare NATS hop of its request.
 var judgedRows = []row{
-	{"reward-inproc", []int{1}, func(_ string, c, n int) (Result, error) { return InProcessReward(c, n) }},
+	{"reward-inproc", []int{1}, func(_ string, l Loop) (Result, error) { return InProcessReward(l) }},
 	fasthttpHello,
 	{"http-reward", []int{1, 64}, withServer(HTTPJudgedReward)},
-	{"nats-judge-echo", []int{1}, func(_ string, c, n int) (Result, error) { return NATSJudgeEcho(c, n) }},
+	{"nats-judge-echo", []int{1}, func(_ string, l Loop) (Result, error) { return NATSJudgeEcho(l) }},
 	{"http-reward-judge", []int{1}, withServerNATS(HTTPModelJudgeReward)},
+}
+
+// withServer runs an HTTP workload against a fresh in-process server over
+// dir.
+func withServer(f func(baseURL, key string, l Loop) (Result, error)) func(string, Loop) (Result, error) {
+	return func(dir string, l Loop) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) { return f(httpDoor(s), Key, l) })
+	}
+}
+
+// withServerNATS is withServer for a workload that also connects to the
+// server's embedded NATS.
+func withServerNATS(f func(baseURL, natsURL, key string, l Loop) (Result, error)) func(string, Loop) (Result, error) {
+	return func(dir string, l Loop) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) { return f(httpDoor(s), natsDoor(s), Key, l) })
+	}
+}
+
+// withSelectAgent runs a selection workload through one door of a fresh
+// server over dir, on an agent made by NewSelectAgent (setup not measured).
+func withSelectAgent(door func(*server.Server) string, f func(url, key, agentID string, l Loop) (Result, error)) func(string, Loop) (Result, error) {
+	return func(dir string, l Loop) (Result, error) {
+		return onServer(dir, func(s *server.Server) (Result, error) {
+			agent, err := NewSelectAgent(httpDoor(s), Key)
+			if err != nil {
+				return Result{}, err
+			}
+			return f(door(s), Key, agent, l)
+		})
+	}
+}
+
+func httpDoor(s *server.Server) string { return "http://" + s.HTTPAddr() }
+func natsDoor(s *server.Server) string { return s.NATSURL() }
+
+// onServer starts a server over dir, runs f on it and closes it.
+func onServer(dir string, f func(*server.Server) (Result, error)) (res Result, err error) {
+	s, err := StartServer(dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() {
+		if cerr := s.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("bench: close server: %w", cerr)
+		}
+	}()
+	return f(s)
 }
 
 // BenchmarkDurableIngest runs b.N operations of each workload; ns/op is the
@@ -70,12 +137,16 @@ func BenchmarkSelect(b *testing.B) { benchRows(b, selectRows) }
 // baselines. ns/op is as in BenchmarkDurableIngest.
 func BenchmarkJudged(b *testing.B) { benchRows(b, judgedRows) }
 
+// BenchmarkReads measures reward reads of runs of 10 and 1,000 signals
+// and a version summary over 1,000 runs.
+func BenchmarkReads(b *testing.B) { benchRows(b, readRows) }
+
 func benchRows(b *testing.B, rows []row) {
 	for _, wl := range rows {
 		b.Run(wl.name, func(b *testing.B) {
 			for _, c := range wl.cs {
 				b.Run(fmt.Sprint("c=", c), func(b *testing.B) {
-					res, err := wl.run(b.TempDir(), c, b.N)
+					res, err := wl.run(b.TempDir(), Loop{C: c, N: b.N})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -100,14 +171,14 @@ func benchRows(b *testing.B, rows []row) {
 func TestHarnessSmoke(t *testing.T) {
 	const n = 24
 	seen := map[string]bool{}
-	for _, wl := range append(slices.Clone(durableIngest), selectRows...) {
+	for _, wl := range slices.Concat(durableIngest, selectRows, readRows) {
 		if seen[wl.name] {
 			continue
 		}
 		seen[wl.name] = true
 		for _, c := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/c=%d", wl.name, c), func(t *testing.T) {
-				res, err := wl.run(t.TempDir(), c, n)
+				res, err := wl.run(t.TempDir(), Loop{C: c, N: n})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -135,7 +206,7 @@ func TestJudgedSmoke(t *testing.T) {
 		}
 		for _, c := range []int{1, 4} {
 			t.Run(fmt.Sprintf("%s/c=%d", wl.name, c), func(t *testing.T) {
-				res, err := wl.run(t.TempDir(), c, n)
+				res, err := wl.run(t.TempDir(), Loop{C: c, N: n})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -157,7 +228,7 @@ func TestHTTPSignalIngestRejectsWrongKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = HTTPSignalIngest("http://"+s.HTTPAddr(), "not-the-key", 1, 1)
+	_, err = HTTPSignalIngest("http://"+s.HTTPAddr(), "not-the-key", Loop{C: 1, N: 1})
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 401 {
 		t.Fatalf("err = %v, want a 401 StatusError", err)
@@ -170,7 +241,7 @@ func TestNATSSelectCountsErrorReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := NATSSelect(s.NATSURL(), Key, "agt_missing", 2, 6)
+	res, err := NATSSelect(s.NATSURL(), Key, "agt_missing", Loop{C: 2, N: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,19 +359,5 @@ func TestOpenLoopChargesTheWaitForAWorker(t *testing.T) {
 	}
 	if res.Ops != 50 || res.Max < 100*time.Millisecond {
 		t.Fatalf("got %v, want 50 ops and a max latency well over 100ms", res)
-	}
-}
-
-func TestRunWritesTable(t *testing.T) {
-	var out strings.Builder
-	if err := Run(&out, Options{Ops: 16, Dir: t.TempDir(), Concurrency: []int{1, 2}}); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	for _, want := range []string{"raw-pebble", "fasthttp-hello", "http-signal", "http-signal-agents", "p50 ÷ hello",
-		"nats-echo", "nats-select", "http-select", "p99 ÷ base",
-		"reward-inproc", "http-reward", "nats-judge-echo", "http-reward-judge", "cpu ÷ in-process", "judge round trip (c=1)"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
-		}
 	}
 }

@@ -45,6 +45,9 @@ type Loop struct {
 	// prefixed by Label.
 	Progress io.Writer
 	Label    string
+	// Started, when not nil, is called once every worker's Op is made,
+	// just before the clock starts (to start a profile over the run).
+	Started func()
 }
 
 // Result is what one run measured. Latencies are of successful operations
@@ -190,6 +193,9 @@ func (l Loop) Run(mk Workload) (Result, error) {
 	for i := range workers {
 		wg.Add(1)
 		go body(&workers[i], ops[i])
+	}
+	if l.Started != nil {
+		l.Started()
 	}
 	stopProgress := l.progress(&done)
 	cpu0 := cpu()

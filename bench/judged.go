@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -42,11 +43,21 @@ var judgeVerdict = []byte(`{"met": true}`)
 // answer until the reward is final (at once for built-in checks only).
 const rewardWait = "wait=10"
 
+// answerRun makes this process's answers differ from those of an earlier
+// harness run against the same server.
+var answerRun = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+
+// answers numbers the answers of every reward workload of this process,
+// so that rows run one after another on one server never repeat an
+// answer (which the server would answer with the first reward, 200).
+var answers atomic.Uint64
+
 // appendAnswer appends the answer of operation i: it meets all three
 // built-in criteria (and is not flagged), and differs from every other
 // operation's, so that none is a same-answer reuse of an earlier reward.
 func appendAnswer(b []byte, i uint64) []byte {
 	b = append(b, "A refund of 42 euros is on its way; reference "...)
+	b = append(b, answerRun...)
 	b = strconv.AppendUint(b, i, 10)
 	return append(b, '.')
 }
@@ -56,13 +67,13 @@ func appendAnswer(b []byte, i uint64) []byte {
 // built-in task, with no server, store or network, n times over c
 // workers, on answers that differ as the HTTP rows' do. Each must score
 // 1 with no flag and no judge to ask.
-func InProcessReward(c, n int) (Result, error) {
+func InProcessReward(l Loop) (Result, error) {
 	t, err := judge.Parse([]byte(builtinTask), "")
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: builtin task: %w", err)
 	}
 	var next atomic.Uint64
-	return RunOps(c, n, func(int) (Op, error) {
+	return l.Run(func(int) (Op, error) {
 		var buf []byte
 		return func() error {
 			buf = appendAnswer(buf[:0], next.Add(1))
@@ -85,8 +96,8 @@ func InProcessReward(c, n int) (Result, error) {
 //
 // Every reward must answer 201 and be scored with all_pass 1; scoring is
 // in the request, and the reward is synced before the answer.
-func HTTPJudgedReward(baseURL, key string, c, n int) (Result, error) {
-	cl, err := newClient(baseURL, key, c)
+func HTTPJudgedReward(baseURL, key string, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C)
 	if err != nil {
 		return Result{}, err
 	}
@@ -94,7 +105,7 @@ func HTTPJudgedReward(baseURL, key string, c, n int) (Result, error) {
 	if err := cl.putTask(builtinTask); err != nil {
 		return Result{}, err
 	}
-	return rewardIngest(cl, BuiltinTaskID, c, n)
+	return rewardIngest(cl, BuiltinTaskID, l)
 }
 
 // HTTPModelJudgeReward is HTTPJudgedReward on the task with a model judge:
@@ -104,13 +115,13 @@ func HTTPJudgedReward(baseURL, key string, c, n int) (Result, error) {
 // POST waits (Prefer: wait=10) until its reward is scored: one pending
 // reward written, one judge round trip, the judge's outcome and the final
 // reward written, the waiter woken.
-func HTTPModelJudgeReward(baseURL, natsURL, key string, c, n int) (res Result, err error) {
+func HTTPModelJudgeReward(baseURL, natsURL, key string, l Loop) (res Result, err error) {
 	worker, err := startJudgeWorker(natsURL, key, "plaudit.judge.default."+JudgeName)
 	if err != nil {
 		return Result{}, err
 	}
 	defer worker.Close()
-	cl, err := newClient(baseURL, key, c)
+	cl, err := newClient(baseURL, key, l.C)
 	if err != nil {
 		return Result{}, err
 	}
@@ -118,7 +129,7 @@ func HTTPModelJudgeReward(baseURL, natsURL, key string, c, n int) (res Result, e
 	if err := cl.putTask(judgedTask); err != nil {
 		return Result{}, err
 	}
-	return rewardIngest(cl, JudgedTaskID, c, n)
+	return rewardIngest(cl, JudgedTaskID, l)
 }
 
 // putTask creates task (201), or finds it there already (200).
@@ -142,9 +153,8 @@ var rewardScored = [][]byte{[]byte(`"status":"scored"`), []byte(`"all_pass":1`)}
 
 // rewardIngest has c workers post n rewards of taskID in total, numbered
 // across workers so that every answer is new.
-func rewardIngest(cl *client, taskID string, c, n int) (Result, error) {
-	var next atomic.Uint64
-	return RunOps(c, n, func(int) (Op, error) {
+func rewardIngest(cl *client, taskID string, l Loop) (Result, error) {
+	return l.Run(func(int) (Op, error) {
 		// Built once per worker; each op rewrites the body in place, since
 		// HostClient.Do keeps neither request nor body.
 		req, resp := cl.request("/v1/rewards", nil), new(fasthttp.Response)
@@ -154,7 +164,7 @@ func rewardIngest(cl *client, taskID string, c, n int) (Result, error) {
 			body = append(body[:0], `{"task":{"id":"`...)
 			body = append(body, taskID...)
 			body = append(body, `"},"answer":"`...)
-			body = append(appendAnswer(body, next.Add(1)), `"}`...)
+			body = append(appendAnswer(body, answers.Add(1)), `"}`...)
 			req.SetBodyRaw(body)
 			if err := cl.hc.Do(req, resp); err != nil {
 				return err
@@ -202,7 +212,7 @@ func startJudgeWorker(natsURL, key, subject string) (*nats.Conn, error) {
 // total through Embedded.JudgeRequest, as the dispatcher sends them, each
 // with a body of a judge request's size, answered {"met": true} at once by
 // a bare subscriber.
-func NATSJudgeEcho(c, n int) (res Result, err error) {
+func NATSJudgeEcho(l Loop) (res Result, err error) {
 	e, err := natsdoor.NewEmbedded(func(token string) (string, string, bool) {
 		return "bench-key", "default", token == Key
 	})
@@ -235,7 +245,7 @@ func NATSJudgeEcho(c, n int) (res Result, err error) {
 	body := append([]byte(`{"task":`), t.AppendJSON(nil)...)
 	body = append(append(body, `,"criterion":`...), t.Criteria[len(t.Criteria)-1].AppendJSON(nil)...)
 	body = append(appendAnswer(append(body, `,"answer":"`...), 1), `"}`...)
-	return RunOps(c, n, func(int) (Op, error) {
+	return l.Run(func(int) (Op, error) {
 		return func() error {
 			msg, err := e.JudgeRequest(plaudit, "default", JudgeName, body, natsTimeout)
 			if err != nil {

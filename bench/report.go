@@ -17,8 +17,8 @@ import (
 // replacement. With withKey each also carries an Idempotency-Key of its own,
 // so the cost of storing the idempotency record is measured, never a
 // replay. Every report must answer 201; a 201 means it was synced to disk.
-func HTTPReportIngest(baseURL, key string, c, n int, withKey bool) (Result, error) {
-	cl, err := newClient(baseURL, key, c)
+func HTTPReportIngest(baseURL, key string, l Loop, withKey bool) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C)
 	if err != nil {
 		return Result{}, err
 	}
@@ -27,14 +27,14 @@ func HTTPReportIngest(baseURL, key string, c, n int, withKey bool) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	return reportIngest(cl, t.run, c, n, withKey)
+	return reportIngest(cl, t.run, l, withKey)
 }
 
 // reportIngest is HTTPReportIngest on an existing job.
-func reportIngest(cl *client, job string, c, n int, withKey bool) (Result, error) {
+func reportIngest(cl *client, job string, l Loop, withKey bool) (Result, error) {
 	var next atomic.Uint64 // numbers the operations across workers: turn t<i>, key k<i>
 	path := "/v1/jobs/" + job + "/rewards"
-	return RunOps(c, n, func(int) (Op, error) {
+	return l.Run(func(int) (Op, error) {
 		// The request is built once per worker; each op rewrites its body
 		// (and key) in place, since HostClient.Do keeps neither.
 		req, resp := cl.request(path, nil), new(fasthttp.Response)

@@ -17,9 +17,9 @@ var reportRows = []row{
 	{"report-idem", []int{1, 64}, withServer(reportWorkload(true))},
 }
 
-func reportWorkload(withKey bool) func(baseURL, key string, c, n int) (Result, error) {
-	return func(baseURL, key string, c, n int) (Result, error) {
-		return HTTPReportIngest(baseURL, key, c, n, withKey)
+func reportWorkload(withKey bool) func(baseURL, key string, l Loop) (Result, error) {
+	return func(baseURL, key string, l Loop) (Result, error) {
+		return HTTPReportIngest(baseURL, key, l, withKey)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestReportIngestSmoke(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := reportIngest(cl, tg.run, c, n, withKey)
+				res, err := reportIngest(cl, tg.run, Loop{C: c, N: n}, withKey)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -67,15 +67,15 @@ func NewSelectAgent(baseURL, key string) (string, error) {
 // the NATS door at natsURL (plaudit.v1.default.<agentID>.select, body {}),
 // requestersPerConn of them to a connection. A reply carrying an error
 // code header is a failed operation (a *NATSError).
-func NATSSelect(natsURL, key, agentID string, c, n int) (Result, error) {
-	return natsRequests(natsURL, "plaudit.v1.default."+agentID+".select", key, c, n)
+func NATSSelect(natsURL, key, agentID string, l Loop) (Result, error) {
+	return natsRequests(natsURL, "plaudit.v1.default."+agentID+".select", key, l)
 }
 
 // NATSEcho is the floor for any NATS answer: a bare subscriber (no micro
 // service, no goroutine per request) on an embedded nats-server on
 // loopback, responding with the request's own body, hit like NATSSelect:
 // same connections, concurrency, header and body.
-func NATSEcho(c, n int) (res Result, err error) {
+func NATSEcho(l Loop) (res Result, err error) {
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: echo nats: %w", err)
@@ -101,7 +101,7 @@ func NATSEcho(c, n int) (res Result, err error) {
 	if err := responder.Flush(); err != nil {
 		return Result{}, fmt.Errorf("bench: echo flush: %w", err)
 	}
-	return natsRequests(ns.ClientURL(), "bench.echo", Key, c, n)
+	return natsRequests(ns.ClientURL(), "bench.echo", Key, l)
 }
 
 // NATSError is a NATS reply that carries Nats-Service-Error-Code.
@@ -117,8 +117,13 @@ func (e *NATSError) Error() string {
 
 // natsRequests runs c requesters sending n requests in total to subject,
 // connected with key as their NATS token.
-func natsRequests(url, subject, key string, c, n int) (res Result, err error) {
-	conns := make([]*nats.Conn, (c+requestersPerConn-1)/requestersPerConn)
+func natsRequests(url, subject, key string, l Loop) (res Result, err error) {
+	return natsRequestsBody(url, subject, key, selectBody, l)
+}
+
+// natsRequestsBody is natsRequests with body as every request's body.
+func natsRequestsBody(url, subject, key string, body []byte, l Loop) (res Result, err error) {
+	conns := make([]*nats.Conn, (l.C+requestersPerConn-1)/requestersPerConn)
 	defer func() {
 		for _, nc := range conns {
 			if nc != nil {
@@ -131,17 +136,17 @@ func natsRequests(url, subject, key string, c, n int) (res Result, err error) {
 			return Result{}, fmt.Errorf("bench: nats connect: %w", err)
 		}
 	}
-	return RunOps(c, n, func(w int) (Op, error) {
-		return natsRequestOp(conns[w/requestersPerConn], subject, key), nil
+	return l.Run(func(w int) (Op, error) {
+		return natsRequestOp(conns[w/requestersPerConn], subject, key, body), nil
 	})
 }
 
 // natsRequestOp is an Op sending one request and checking its reply. The
 // message is built once: RequestMsg neither keeps nor changes it.
-func natsRequestOp(nc *nats.Conn, subject, key string) Op {
+func natsRequestOp(nc *nats.Conn, subject, key string, body []byte) Op {
 	msg := nats.NewMsg(subject)
 	msg.Header.Set("Authorization", "Bearer "+key)
-	msg.Data = selectBody
+	msg.Data = body
 	return func() error {
 		rep, err := nc.RequestMsg(msg, natsTimeout)
 		if err != nil {
@@ -161,13 +166,13 @@ func natsRequestOp(nc *nats.Conn, subject, key string) Op {
 // HTTPSelect has c workers create n runs in total through the HTTP door at
 // baseURL (POST /api/v1/agents/<agentID>/runs, body {}), each over its own
 // keep-alive connection. Every run must answer 201.
-func HTTPSelect(baseURL, key, agentID string, c, n int) (Result, error) {
-	cl, err := newClient(baseURL, key, c)
+func HTTPSelect(baseURL, key, agentID string, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cl.hc.CloseIdleConnections()
-	return RunOps(c, n, func(int) (Op, error) {
+	return l.Run(func(int) (Op, error) {
 		return cl.postOp("/api/v1/agents/"+agentID+"/runs", selectBody, 201), nil
 	})
 }

@@ -36,7 +36,7 @@ func StartServer(dir string) (*server.Server, error) {
 // RawPebbleAppend is the floor for durable ingest: c workers each doing a
 // synced Set of a 100-byte value under a key of their own, n in total, on a
 // bare Pebble opened with the store's options in dir.
-func RawPebbleAppend(dir string, c, n int) (res Result, err error) {
+func RawPebbleAppend(dir string, l Loop) (res Result, err error) {
 	db, err := pebblelog.OpenRaw(dir)
 	if err != nil {
 		return Result{}, err
@@ -47,7 +47,7 @@ func RawPebbleAppend(dir string, c, n int) (res Result, err error) {
 		}
 	}()
 	value := make([]byte, valueSize)
-	return RunOps(c, n, func(w int) (Op, error) {
+	return l.Run(func(w int) (Op, error) {
 		// bench/<worker>/<seq>: unique, and ascending per worker like an
 		// agent's log. Pebble copies key and value, so the buffer is reused.
 		key := fmt.Appendf(nil, "bench/%03d/", w)
@@ -65,19 +65,19 @@ func RawPebbleAppend(dir string, c, n int) (res Result, err error) {
 // then has c workers post n signals to that run in total, each over its own
 // keep-alive connection. Every signal must answer 201; a 201 means it was
 // synced to disk.
-func HTTPSignalIngest(baseURL, key string, c, n int) (Result, error) {
-	return signalIngest(baseURL, key, c, n, false)
+func HTTPSignalIngest(baseURL, key string, l Loop) (Result, error) {
+	return signalIngest(baseURL, key, l, false)
 }
 
 // HTTPSignalIngestAgents is HTTPSignalIngest with one agent (and run) per
 // worker: concurrent signals of different agents share fsyncs (group
 // commit) rather than queueing behind one actor.
-func HTTPSignalIngestAgents(baseURL, key string, c, n int) (Result, error) {
-	return signalIngest(baseURL, key, c, n, true)
+func HTTPSignalIngestAgents(baseURL, key string, l Loop) (Result, error) {
+	return signalIngest(baseURL, key, l, true)
 }
 
-func signalIngest(baseURL, key string, c, n int, agentPerWorker bool) (Result, error) {
-	cl, err := newClient(baseURL, key, c)
+func signalIngest(baseURL, key string, l Loop, agentPerWorker bool) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C)
 	if err != nil {
 		return Result{}, err
 	}
@@ -88,7 +88,7 @@ func signalIngest(baseURL, key string, c, n int, agentPerWorker bool) (Result, e
 			return Result{}, err
 		}
 	}
-	return RunOps(c, n, func(w int) (Op, error) {
+	return l.Run(func(w int) (Op, error) {
 		t := shared
 		if agentPerWorker {
 			var err error
@@ -108,39 +108,21 @@ func signalBody(runID string) []byte {
 // Plaudit answer.
 var helloBody = []byte(`{"status":"ok"}`)
 
-// FasthttpHello is the floor for any HTTP answer: a bare fasthttp server on
-// loopback answering helloBody, hit by the same client, at the same
-// concurrency and with the same request as HTTPSignalIngest.
-func FasthttpHello(c, n int) (Result, error) {
+// FasthttpHello is HTTPHello against a hello server in this process (for
+// the Go benchmarks, where the server under test is in process too).
+func FasthttpHello(l Loop) (Result, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: hello listen: %w", err)
 	}
-	srv := &fasthttp.Server{
-		Handler: func(ctx *fasthttp.RequestCtx) {
-			ctx.SetContentType("application/json")
-			ctx.SetBody(helloBody)
-		},
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		IdleTimeout:        time.Minute,
-		MaxRequestBodySize: 1 << 20,
-	}
+	srv := helloServer()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	defer func() {
 		_ = srv.Shutdown()
 		<-done
 	}()
-	cl, err := newClient("http://"+ln.Addr().String(), "", c)
-	if err != nil {
-		return Result{}, err
-	}
-	defer cl.hc.CloseIdleConnections()
-	body := signalBody("run_00000000000000000000000000")
-	return RunOps(c, n, func(int) (Op, error) {
-		return cl.postOp("/api/v1/agents/agt_00000000000000000000000000/signals", body, 200), nil
-	})
+	return HTTPHello("http://"+ln.Addr().String(), l)
 }
 
 // StatusError is an HTTP answer with a status other than the one expected.

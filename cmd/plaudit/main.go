@@ -2,6 +2,7 @@
 //
 //	plaudit serve [flags]   run the server
 //	plaudit bench [flags]   run the benchmark harness, with ratios to raw baselines
+//	                        (BENCHMARKS.md; `plaudit bench -h` lists the flags)
 //	plaudit version         print the version
 package main
 
@@ -16,7 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/plaudit/plaudit/bench"
 	"github.com/plaudit/plaudit/server"
 )
 
@@ -37,14 +37,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "bench":
-		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		ops := fs.Int("ops", bench.DefaultOps, "operations per workload and concurrency")
-		dir := fs.String("dir", "", "directory on the disk to measure (default: the system temp dir)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		return bench.Run(stdout, bench.Options{Ops: *ops, Dir: *dir})
+		return benchCmd(args[1:], stdout, stderr)
+	case "bench-hello":
+		return benchHello(args[1:], stderr)
 	case "version":
 		fmt.Fprintln(stdout, "plaudit", version)
 		return nil

@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/plaudit/plaudit/engine"
+)
+
+// NATSSignalIngest is HTTPSignalIngest through the NATS door: one agent
+// and run made over HTTP at baseURL, then c requesters send n signals to
+// plaudit.v1.default.<agent>.signal in total at natsURL. A reply without an
+// error header means the signal was synced.
+func NATSSignalIngest(baseURL, natsURL, key string, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, 1)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.hc.CloseIdleConnections()
+	t, err := cl.newTarget("bench-nats-signal")
+	if err != nil {
+		return Result{}, err
+	}
+	return natsRequestsBody(natsURL, "plaudit.v1.default."+t.agent+".signal", key, signalBody(t.run), l)
+}
+
+// feedbackBody is the feedback of every feedback operation (seed 004).
+var feedbackBody = []byte(`{"metadata":{},"data":{"score":0.5}}`)
+
+// HTTPFeedback makes an agent with SelectVariations variations and one run,
+// then has c workers post n seed-004 feedback records to that run in total
+// (each appends a record, a signal and a posterior update, synced).
+func HTTPFeedback(baseURL, key string, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.hc.CloseIdleConnections()
+	agent, err := cl.post("/api/v1/agents", []byte(`{"name":"bench-feedback"}`))
+	if err != nil {
+		return Result{}, err
+	}
+	for i := range SelectVariations {
+		if _, err := cl.post("/api/v1/agents/"+agent+"/variations", fmt.Appendf(nil, `{"name":"v%d"}`, i+1)); err != nil {
+			return Result{}, err
+		}
+	}
+	run, err := cl.post("/api/v1/agents/"+agent+"/runs", []byte(`{}`))
+	if err != nil {
+		return Result{}, err
+	}
+	return l.Run(func(int) (Op, error) {
+		return cl.postOp("/v1/workspaces/default/objectives/"+run+"/feedback", feedbackBody, 200), nil
+	})
+}
+
+// HTTPReportWithKey is HTTPReportIngest with an Idempotency-Key of its own
+// on every report.
+func HTTPReportWithKey(baseURL, key string, l Loop) (Result, error) {
+	return HTTPReportIngest(baseURL, key, l, true)
+}
+
+// readObjective is the objective of the reward-read agents: the mean of
+// the signals posted, so that reading a reward visits every one of them.
+var readObjective = []byte(`{"definition":{"terms":[{"signal":"bench.value","weight":1,"agg":"mean"}]}}`)
+
+// HTTPRewardRead makes an agent whose objective averages bench.value, one
+// run with signals signals of that kind (posted over 16 connections, not
+// measured), then has c workers read the run's reward n times in total
+// (GET .../runs/{run}/reward, 200).
+func HTTPRewardRead(baseURL, key string, signals int, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, max(l.C, 16))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.hc.CloseIdleConnections()
+	t, err := cl.newTarget(fmt.Sprintf("bench-read-%d", signals))
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := cl.send(fasthttp.MethodPut, "/api/v1/agents/"+t.agent+"/objective", readObjective, 200); err != nil {
+		return Result{}, err
+	}
+	if err := setup(16, signals, func(int) (Op, error) {
+		return cl.postOp("/api/v1/agents/"+t.agent+"/signals", signalBody(t.run), 201), nil
+	}); err != nil {
+		return Result{}, fmt.Errorf("bench: reward-read setup: %w", err)
+	}
+	return l.Run(func(int) (Op, error) {
+		return cl.getOp("/api/v1/agents/"+t.agent+"/runs/"+t.run+"/reward", 200), nil
+	})
+}
+
+// summaryObjective scores a run by its run.succeeded and matures it a
+// second after it finished, so the summary has scored, matured runs.
+var summaryObjective = []byte(`{"definition":{"horizon_s":1,"terms":[{"signal":"run.succeeded","weight":1}]}}`)
+
+// HTTPVersionSummary makes an agent with runs runs of version "bench",
+// each finished (every third one failed), then has c workers read the
+// version's summary n times in total
+// (GET /api/v1/agents/{agent}/versions/bench/rewards, 200).
+func HTTPVersionSummary(baseURL, key string, runs int, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, max(l.C, 64))
+	if err != nil {
+		return Result{}, err
+	}
+	defer cl.hc.CloseIdleConnections()
+	agent, err := cl.post("/api/v1/agents", fmt.Appendf(nil, `{"name":"bench-summary-%d"}`, runs))
+	if err != nil {
+		return Result{}, err
+	}
+	if _, err := cl.send(fasthttp.MethodPut, "/api/v1/agents/"+agent+"/objective", summaryObjective, 200); err != nil {
+		return Result{}, err
+	}
+	var made atomic.Int64
+	err = setup(64, runs, func(int) (Op, error) {
+		return func() error {
+			run, err := cl.post("/api/v1/agents/"+agent+"/runs", []byte(`{"version":"bench"}`))
+			if err != nil {
+				return err
+			}
+			finish := []byte(`{"succeeded":true}`)
+			if made.Add(1)%3 == 0 {
+				finish = []byte(`{"succeeded":false}`)
+			}
+			_, err = cl.do("/api/v1/agents/"+agent+"/runs/"+run+"/finish", finish, 200)
+			return err
+		}, nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("bench: version-summary setup: %w", err)
+	}
+	return l.Run(func(int) (Op, error) {
+		return cl.getOp("/api/v1/agents/"+agent+"/versions/bench/rewards", 200), nil
+	})
+}
+
+// BetaDraws is the engine's share of one selection: one Beta draw
+// (engine.SampleBeta) for each of SelectVariations posteriors, as weighted
+// selection makes, in this process.
+func BetaDraws(l Loop) (Result, error) {
+	return l.Run(func(w int) (Op, error) {
+		rnd := rand.New(rand.NewPCG(uint64(w), 1))
+		var sink float64
+		return func() error {
+			for i := range SelectVariations {
+				sink += engine.SampleBeta(rnd, 1.5+float64(i), 2.5)
+			}
+			if sink < 0 {
+				return fmt.Errorf("bench: negative Beta draw")
+			}
+			return nil
+		}, nil
+	})
+}
+
+// setup runs n setup operations over c workers, closed loop, and fails on
+// the first error: data a scenario needs before its clock starts.
+func setup(c, n int, mk Workload) error {
+	if n <= 0 {
+		return nil
+	}
+	res, err := RunOps(min(c, n), n, mk)
+	if err != nil {
+		return err
+	}
+	if res.Errors > 0 {
+		return fmt.Errorf("%d of %d failed, e.g. %w", res.Errors, n, res.FirstErr)
+	}
+	return nil
+}
+
+// getOp is an Op getting path and expecting status want.
+func (cl *client) getOp(path string, want int) Op {
+	req, resp := cl.request(path, nil), new(fasthttp.Response)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	req.Header.Del("Content-Type")
+	return func() error {
+		if err := cl.hc.Do(req, resp); err != nil {
+			return err
+		}
+		return checkStatus(resp, want)
+	}
+}
+
+// send sends one setup request with method, expects status want and
+// returns the body.
+func (cl *client) send(method, path string, body []byte, want int) ([]byte, error) {
+	req, resp := cl.request(path, body), new(fasthttp.Response)
+	req.Header.SetMethod(method)
+	if err := cl.hc.Do(req, resp); err != nil {
+		return nil, fmt.Errorf("bench: %s %s: %w", method, path, err)
+	}
+	if err := checkStatus(resp, want); err != nil {
+		return nil, fmt.Errorf("bench: %s %s: %w", method, path, err)
+	}
+	return resp.Body(), nil
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/plaudit/plaudit/bench"
+)
+
+// benchCmd is `plaudit bench`: the harness of BENCHMARKS.md. By default it
+// starts `plaudit serve` (this binary) as a child process per family and
+// loads it from this process; with --http it loads a running server.
+func benchCmd(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var opts bench.Options
+	httpURL := fs.String("http", "", "measure the running server at this base URL (http://host:port) instead of starting one")
+	natsURL := fs.String("nats", "", "with --http: the running server's NATS URL (nats://host:port); the NATS rows are skipped without it")
+	key := fs.String("key", os.Getenv("PLAUDIT_KEY"), "with --http: an admin API key of the running server (default $PLAUDIT_KEY)")
+	pprofAddr := fs.String("pprof", "", "with --http: the running server's --pprof address, for --cpuprofile/--memprofile")
+	fs.IntVar(&opts.Ops, "ops", 0, fmt.Sprintf("operations per row (default %d, %d with --quick)", bench.DefaultOps, bench.QuickOps))
+	fs.DurationVar(&opts.Duration, "duration", 0, "run each row for this long instead of --ops")
+	fs.Float64Var(&opts.Rate, "rate", 0, "open loop: operations per second, latency measured from each one's due time (runs --duration, default 10s; -c is the most in flight)")
+	fs.BoolVar(&opts.Quick, "quick", false, "the whole suite in under a minute: fewer operations, smaller set-ups")
+	conc := fs.String("c", "1,64", "concurrencies, comma-separated")
+	fs.StringVar(&opts.Dir, "dir", "", "directory on the disk to measure (default: the system temp dir)")
+	fs.BoolVar(&opts.KeepDir, "keep", false, "keep the data directories and child logs")
+	only := fs.String("run", "", "run only the rows whose family/name matches this regexp (with the rows they are divided by)")
+	asJSON := fs.Bool("json", false, "write the report as JSON instead of tables")
+	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write the SERVER's CPU profile of each server row to PREFIX-<family>-<row>-c<c>.pprof (rows then run --duration, default 5s)")
+	fs.StringVar(&opts.MemProfile, "memprofile", "", "write the SERVER's allocations of each server row to PREFIX-…allocs.pprof and its heap after each family to PREFIX-<family>-heap.pprof")
+	fs.IntVar(&opts.RecoveryEvents, "recovery-events", 0, "events logged before each recovery (default 1000000, 20000 with --quick)")
+	fs.IntVar(&opts.MemorySignals, "memory-signals", 0, "signals stored for memory per signal (default 200000, 20000 with --quick)")
+	fs.IntVar(&opts.IdleAgents, "idle-agents", 0, "agents created for memory per idle agent (default 10000, 2000 with --quick)")
+	fs.IntVar(&opts.SummaryRuns, "summary-runs", 0, "runs of the version summary (default 10000, 1000 with --quick)")
+	fs.StringVar(&opts.RedisServer, "redis-server", "", "redis-server binary for the Redis rows (default: found on PATH)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(*conc, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return fmt.Errorf("bench: -c %q: want positive integers", *conc)
+		}
+		opts.Concurrency = append(opts.Concurrency, c)
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fmt.Errorf("bench: --run: %w", err)
+		}
+		opts.Only = re
+	}
+	if *httpURL != "" {
+		if *key == "" {
+			return errors.New("bench: --http needs --key (or $PLAUDIT_KEY)")
+		}
+		opts.Target = &bench.Target{HTTP: strings.TrimRight(*httpURL, "/"), NATS: *natsURL, Key: *key, Pprof: *pprofAddr}
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: own binary: %w", err)
+	}
+	opts.Bin = bin
+	opts.Progress = stderr
+
+	// Interrupting the harness stops its children rather than orphaning
+	// them: the first SIGINT/SIGTERM is caught here, the children are
+	// stopped as Run unwinds, and Run's rows so far are still printed.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(stderr, "bench: interrupted; stopping child processes")
+			bench.Interrupt()
+		}
+	}()
+
+	rep, runErr := bench.Run(opts)
+	if rep != nil {
+		var werr error
+		if *asJSON {
+			werr = rep.WriteJSON(stdout)
+		} else {
+			werr = rep.WriteTables(stdout)
+		}
+		if runErr == nil {
+			runErr = werr
+		}
+		if runErr == nil {
+			runErr = rep.Failed()
+		}
+	}
+	return runErr
+}
+
+// benchHello is `plaudit bench-hello`, started by the harness: the HTTP
+// and NATS floors (bench.ServeHello) in a process of their own, with
+// $PLAUDIT_BOOTSTRAP_KEY as the NATS token. Not for users.
+func benchHello(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench-hello", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	httpAddr := fs.String("http", "127.0.0.1:0", "fixed-body HTTP listen address")
+	natsAddr := fs.String("nats", "127.0.0.1:0", "echo NATS listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	key := os.Getenv("PLAUDIT_BOOTSTRAP_KEY")
+	if key == "" {
+		return errors.New("bench-hello: PLAUDIT_BOOTSTRAP_KEY must name the NATS token")
+	}
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		close(stop)
+	}()
+	return bench.ServeHello(*httpAddr, *natsAddr, key, stop)
+}
