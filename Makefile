@@ -2,7 +2,7 @@ GO ?= go
 # Packages whose code runs goroutines: their tests also run under -race.
 RACE_PKGS = ./actors/... ./persist/... ./transport/... ./server/... ./internal/warm/...
 
-.PHONY: run test build vet fuzz bench clean
+.PHONY: run test build vet fuzz bench bench-quick gobench clean
 
 run: build
 	./bin/plaudit serve --data ./data --http :8080
@@ -29,7 +29,16 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzFeedbackBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzBodyArgs -fuzztime=30s ./transport/api/
 
-bench:
+# The standard suite of BENCHMARKS.md: the server in a child process, the
+# load from bin/plaudit bench; BENCHFLAGS adds flags (--json, --dir, ...).
+bench: build
+	./bin/plaudit bench $(BENCHFLAGS)
+
+bench-quick: build
+	./bin/plaudit bench --quick $(BENCHFLAGS)
+
+# The in-process Go benchmarks, for profiling one workload with go test's flags.
+gobench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s ./engine/... ./persist/... ./bench/...
 
 clean:

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/bench"
+)
+
+// smokeOptions are tiny sizes: enough for every scenario to run end to
+// end, not to measure anything.
+func smokeOptions(t *testing.T, bin string) bench.Options {
+	return bench.Options{Bin: bin, Ops: 20, Concurrency: []int{1, 4}, Dir: t.TempDir(),
+		RecoveryEvents: 400, MemorySignals: 400, IdleAgents: 50, SummaryRuns: 30}
+}
+
+// TestBenchSmoke runs the whole out-of-process suite with tiny op counts
+// against child servers: every scenario must produce its row at every
+// concurrency it runs at, with every operation answered as expected, and
+// the recovery and memory scenarios their figures. Redis rows run where
+// redis-server is installed and are skipped, with the install hint,
+// where it is not.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts servers; skipped with -short")
+	}
+	start := time.Now()
+	bin := buildPlaudit(t)
+	opts := smokeOptions(t, bin)
+	rep, err := bench.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Failed(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bench.Row{}
+	for _, r := range rep.Rows {
+		got[r.Family+"/"+r.Name+"/"+strconv.Itoa(r.C)] = r
+	}
+	want := []string{
+		"select/nats-echo/1", "select/nats-select/1", "select/http-hello/1", "select/http-select/1", "select/beta-draws/1",
+		"select/nats-echo/4", "select/nats-select/4", "select/http-hello/4", "select/http-select/4",
+		"ingest/raw-pebble/1", "ingest/http-signal/1", "ingest/nats-signal/1",
+		"ingest/raw-pebble/4", "ingest/http-signal/4", "ingest/nats-signal/4", "ingest/http-signal-agents/4",
+		"feedback/http-feedback/1", "feedback/http-report-idem/1", "feedback/http-feedback/4", "feedback/http-report-idem/4",
+		"reads/reward-read-10/1", "reads/reward-read-100/1", "reads/reward-read-1000/1", "reads/version-summary/1",
+		"reads/reward-read-10/4", "reads/reward-read-1000/4", "reads/version-summary/4",
+		"judged/reward-inproc/1", "judged/http-reward/1", "judged/http-reward-judge/1", "judged/http-reward/4",
+	}
+	if bench.RedisServerPath() != "" {
+		want = append(want, "select/redis-select/1", "select/redis-select/4",
+			"feedback/redis-feedback/1", "feedback/redis-feedback-aof/4")
+	} else if !strings.Contains(strings.Join(rep.Skipped, "\n"), "apt-get install -y redis-server") {
+		t.Errorf("redis-server is not installed and the report does not say how to: %q", rep.Skipped)
+	}
+	for _, name := range want {
+		r, ok := got[name]
+		if !ok {
+			t.Errorf("no row %s", name)
+			continue
+		}
+		if r.Ops != opts.Ops || r.Errors != 0 || r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.Max {
+			t.Errorf("%s: %v, want %d ops, no errors, ordered percentiles", name, r.Result, opts.Ops)
+		}
+		if r.Process == "server" && r.CPU <= 0 {
+			t.Errorf("%s: no server CPU measured", name)
+		}
+	}
+	for _, name := range []string{"select/nats-select/1", "ingest/http-signal/4", "reads/reward-read-10/1"} {
+		if r := got[name]; r.Base == "" || r.P50Ratio <= 0 || r.OpsRatio <= 0 {
+			t.Errorf("%s: no ratio to its baseline: %+v", name, r)
+		}
+	}
+	if len(rep.Recovery) != 2 {
+		t.Errorf("%d recovery results, want 2", len(rep.Recovery))
+	}
+	for _, r := range rep.Recovery {
+		if r.Events != opts.RecoveryEvents || r.Healthz <= 0 || r.AllAgents < r.Healthz || r.RSS <= 0 {
+			t.Errorf("recovery %+v", r)
+		}
+	}
+	if len(rep.Memory) != 2 {
+		t.Errorf("%d memory results, want 2", len(rep.Memory))
+	}
+	for _, m := range rep.Memory {
+		if m.RSSAfter <= 0 || m.HeapAfter <= m.HeapBefore {
+			t.Errorf("memory %+v: want the heap to grow", m)
+		}
+	}
+	var tables, js bytes.Buffer
+	if err := rep.WriteTables(&tables); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| select", "| ingest", "| reads", "| recovery", "| memory", "ops/s ÷ base"} {
+		if !strings.Contains(tables.String(), s) {
+			t.Errorf("tables lack %q:\n%s", s, tables.String())
+		}
+	}
+	if err := rep.WriteJSON(&js); err != nil || !json.Valid(js.Bytes()) {
+		t.Errorf("JSON report: %v\n%s", err, js.String())
+	}
+	t.Logf("suite ran in %v (with the build)", time.Since(start).Round(time.Millisecond))
+}
+
+// TestBenchTargetsARunningServer: with a Target, the harness loads that
+// server and starts none of its own (the baselines' bench-hello child
+// aside), and skips what needs the server process.
+func TestBenchTargetsARunningServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts a server; skipped with -short")
+	}
+	bin := buildPlaudit(t)
+	srv := startPlaudit(t, bin, t.TempDir(), "target")
+	opts := smokeOptions(t, bin)
+	opts.Target = &bench.Target{HTTP: srv.base, NATS: srv.nats, Key: killTestKey}
+	opts.Only = regexp.MustCompile(`^(select/nats-select|ingest/http-signal)$`)
+	rep, err := bench.Run(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Failed(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rep.Rows {
+		names = append(names, r.Name+"/"+strconv.Itoa(r.C))
+	}
+	if got, want := strings.Join(names, " "), "nats-echo/1 nats-select/1 nats-echo/4 nats-select/4 raw-pebble/1 http-signal/1 raw-pebble/4 http-signal/4"; got != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if len(rep.Recovery)+len(rep.Memory) != 0 {
+		t.Errorf("recovery or memory ran against a server the harness did not start")
+	}
+}
