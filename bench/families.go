@@ -39,15 +39,17 @@ var families = []family{
 		{name: "nats-echo", proc: procHello, run: func(s *suite, l Loop) (Result, error) {
 			return NATSHelloEcho(s.hello.NATS, s.hello.Key, l)
 		}},
+		{name: "http-hello", proc: procHello, run: func(s *suite, l Loop) (Result, error) {
+			return HTTPHello(s.hello.HTTP, l)
+		}},
+		{name: "beta-draws", proc: procBench, maxC: 1, run: func(_ *suite, l Loop) (Result, error) { return BetaDraws(l) }},
+		{name: "redis-select", proc: procRedis, run: func(s *suite, l Loop) (Result, error) { return RedisSelect(s.redis.Addr, l) }},
 		{name: "nats-select", base: "nats-echo", vs: "redis-select", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			agent, err := s.selectAgent()
 			if err != nil {
 				return Result{}, err
 			}
 			return NATSSelect(s.target.NATS, s.target.Key, agent, l)
-		}},
-		{name: "http-hello", proc: procHello, run: func(s *suite, l Loop) (Result, error) {
-			return HTTPHello(s.hello.HTTP, l)
 		}},
 		{name: "http-select", base: "http-hello", vs: "redis-select", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			agent, err := s.selectAgent()
@@ -56,8 +58,6 @@ var families = []family{
 			}
 			return HTTPSelect(s.target.HTTP, s.target.Key, agent, l)
 		}},
-		{name: "beta-draws", proc: procBench, maxC: 1, run: func(_ *suite, l Loop) (Result, error) { return BetaDraws(l) }},
-		{name: "redis-select", proc: procRedis, run: func(s *suite, l Loop) (Result, error) { return RedisSelect(s.redis.Addr, l) }},
 	}},
 	{"ingest", []scenario{
 		{name: "raw-pebble", proc: procBench, run: func(s *suite, l Loop) (Result, error) {
