@@ -15,7 +15,10 @@ type scenario struct {
 	// minC skips the row below that concurrency, where it would measure
 	// what another row does; maxC (0: none) above it.
 	minC, maxC int
-	run        func(s *suite, l Loop) (Result, error)
+	// opsDiv divides the row's op count (0 or 1: all of them), for rows
+	// whose operation costs a hundred of the others'.
+	opsDiv int
+	run    func(s *suite, l Loop) (Result, error)
 }
 
 const (
@@ -85,7 +88,7 @@ var families = []family{
 	}},
 	{"reads", []scenario{
 		readRow(10), readRow(100), readRow(1000),
-		{name: "version-summary", base: "http-hello", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+		{name: "version-summary", base: "http-hello", proc: procServer, opsDiv: 10, run: func(s *suite, l Loop) (Result, error) {
 			return HTTPVersionSummary(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, l)
 		}},
 	}},

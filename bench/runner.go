@@ -243,6 +243,8 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		Progress: s.opts.Progress, Label: label}
 	if l.D > 0 {
 		l.N = 0
+	} else if r.opsDiv > 1 {
+		l.N = max(1, l.N/r.opsDiv)
 	}
 	var profiles chan error
 	if r.proc == procServer && s.target.Pprof != "" && (s.opts.CPUProfile != "" || s.opts.MemProfile != "") {
@@ -357,6 +359,11 @@ func (s *suite) runMemory() error {
 			return err
 		}
 		res, err := mm.f(p)
+		if err == nil && s.opts.MemProfile != "" {
+			// What the stored items keep live, by allocation site.
+			s.target = p.Target
+			err = s.writeProfile(s.opts.MemProfile+"-memory-"+filepath.Base(mm.name)+"-heap.pprof", "/debug/pprof/heap?gc=1")
+		}
 		if serr := p.Stop(); err == nil {
 			err = serr
 		}

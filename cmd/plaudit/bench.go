@@ -36,7 +36,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	only := fs.String("run", "", "run only the rows whose family/name matches this regexp (with the rows they are divided by)")
 	asJSON := fs.Bool("json", false, "write the report as JSON instead of tables")
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write the SERVER's CPU profile of each server row to PREFIX-<family>-<row>-c<c>.pprof (rows then run --duration, default 5s)")
-	fs.StringVar(&opts.MemProfile, "memprofile", "", "write the SERVER's allocations of each server row to PREFIX-…allocs.pprof and its heap after each family to PREFIX-<family>-heap.pprof")
+	fs.StringVar(&opts.MemProfile, "memprofile", "", "write the SERVER's allocations of each server row to PREFIX-…allocs.pprof, and its heap after each family and memory scenario to PREFIX-…heap.pprof")
 	fs.IntVar(&opts.RecoveryEvents, "recovery-events", 0, "events logged before each recovery (default 1000000, 20000 with --quick)")
 	fs.IntVar(&opts.MemorySignals, "memory-signals", 0, "signals stored for memory per signal (default 200000, 20000 with --quick)")
 	fs.IntVar(&opts.IdleAgents, "idle-agents", 0, "agents created for memory per idle agent (default 10000, 2000 with --quick)")

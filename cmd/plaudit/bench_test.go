@@ -65,8 +65,12 @@ func TestBenchSmoke(t *testing.T) {
 			t.Errorf("no row %s", name)
 			continue
 		}
-		if r.Ops != opts.Ops || r.Errors != 0 || r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.Max {
-			t.Errorf("%s: %v, want %d ops, no errors, ordered percentiles", name, r.Result, opts.Ops)
+		ops := opts.Ops
+		if strings.Contains(name, "version-summary") {
+			ops /= 10 // a summary costs a hundred signals' reads; the suite runs a tenth
+		}
+		if r.Ops != ops || r.Errors != 0 || r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.Max {
+			t.Errorf("%s: %v, want %d ops, no errors, ordered percentiles", name, r.Result, ops)
 		}
 		if r.Process == "server" && r.CPU <= 0 {
 			t.Errorf("%s: no server CPU measured", name)
