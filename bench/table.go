@@ -45,6 +45,12 @@ func (r *Report) WriteTables(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		for _, row := range byFam[f] {
+			if row.LateP50 > 0 {
+				fmt.Fprintf(w, "\n%s c=%d: the harness sent late (after the due time) p50 %s, p99 %s\n",
+					row.Name, row.C, micros(row.LateP50), micros(row.LateP99))
+			}
+		}
 	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(w)
