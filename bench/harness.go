@@ -179,7 +179,7 @@ func (l Loop) Run(mk Workload) (Result, error) {
 	body := func(w *worker, op Op) {
 		defer wg.Done()
 		<-gate
-		for {
+		for !interrupted.Load() {
 			i := next.Add(1) - 1
 			var t0 time.Time
 			switch {

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -54,10 +55,19 @@ func startProcess(bin string, args, env []string, logPath string) (*Process, err
 // live holds the child processes not yet exited, for Interrupt.
 var live sync.Map // *Process → struct{}
 
-// Interrupt sends SIGTERM to every child process still running, so that a
-// harness stopped by a signal does not leave servers behind; the run in
-// progress then fails and returns.
+// interrupted is set by Interrupt: loops stop claiming operations and the
+// suite starts no further row.
+var interrupted atomic.Bool
+
+// ErrInterrupted is Run's error after Interrupt.
+var ErrInterrupted = errors.New("bench: interrupted")
+
+// Interrupt stops the run in progress: the loop running finishes the
+// operations in flight, no further row starts, and every child process
+// still running gets SIGTERM, so that a harness stopped by a signal leaves
+// no server behind. Run then returns ErrInterrupted with what it measured.
 func Interrupt() {
+	interrupted.Store(true)
 	live.Range(func(k, _ any) bool {
 		_ = k.(*Process).cmd.Process.Signal(syscall.SIGTERM)
 		return true

@@ -97,6 +97,9 @@ func (s *suite) run() error {
 		if !s.selected(name) {
 			continue
 		}
+		if interrupted.Load() {
+			return ErrInterrupted
+		}
 		s.logf("%s: logging %d events, restarting", name, s.opts.RecoveryEvents)
 		r, err := RunRecovery(ServerConfig{Bin: s.opts.Bin, Data: s.dir(filepath.Base(name)), LogDir: s.logs},
 			s.opts.RecoveryEvents, snapshots, s.opts.Progress)
@@ -235,6 +238,9 @@ func (s *suite) cpuOf(proc string) func() time.Duration {
 
 // measure runs r at c and adds its row to the report.
 func (s *suite) measure(fam string, r scenario, c int) error {
+	if interrupted.Load() {
+		return ErrInterrupted
+	}
 	if err := s.ensure(r); err != nil {
 		return err
 	}
@@ -252,6 +258,9 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		l.Started = func() { s.startProfiles(fam, r.name, c, l.D, profiles) }
 	}
 	res, err := r.run(s, l)
+	if interrupted.Load() {
+		return ErrInterrupted // a row cut short is not a measurement
+	}
 	if profiles != nil && l.Started != nil {
 		for range s.profileCount() {
 			if perr := <-profiles; err == nil && perr != nil {

@@ -73,16 +73,18 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	opts.Progress = stderr
 
 	// Interrupting the harness stops its children rather than orphaning
-	// them: the first SIGINT/SIGTERM is caught here, the children are
-	// stopped as Run unwinds, and Run's rows so far are still printed.
-	sigs := make(chan os.Signal, 1)
+	// them: the first SIGINT/SIGTERM stops the run (bench.Interrupt) and
+	// the rows measured so far are still printed; a second one exits at
+	// once.
+	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(stderr, "bench: interrupted; stopping child processes")
-			bench.Interrupt()
-		}
+		<-sigs
+		fmt.Fprintln(stderr, "bench: interrupted; stopping child processes (again to exit at once)")
+		bench.Interrupt()
+		<-sigs
+		os.Exit(130)
 	}()
 
 	rep, runErr := bench.Run(opts)
