@@ -34,7 +34,15 @@ func Summarize(version string, objectiveVersion int, rewards []Reward, limit int
 	s := Summary{Version: version, ObjectiveVersion: objectiveVersion, Runs: len(rewards)}
 	var sum float64
 	var n int
-	var lowest []int // indexes into rewards, so a large version copies no Reward
+	// lowest holds the indexes (into rewards, so a large version copies no
+	// Reward) of the lowest matured values seen so far, at most limit, in
+	// order: a run above the highest of a full list is passed over in one
+	// comparison, so a summary of n runs costs n, not n log n.
+	lowest := make([]int, 0, min(limit, len(rewards)))
+	less := func(a, b int) bool {
+		ra, rb := &rewards[a], &rewards[b]
+		return cmp.Or(cmp.Compare(*ra.Value, *rb.Value), cmp.Compare(ra.RunID, rb.RunID)) < 0
+	}
 	for i := range rewards {
 		r := &rewards[i]
 		switch r.Status {
@@ -56,17 +64,25 @@ func Summarize(version string, objectiveVersion int, rewards []Reward, limit int
 			sum += *r.Value
 			n++
 		}
-		lowest = append(lowest, i)
+		if len(lowest) == limit && !less(i, lowest[limit-1]) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(lowest, i, func(e, t int) int {
+			if less(e, t) {
+				return -1
+			}
+			return 1 // run ids are unique: never equal
+		})
+		if len(lowest) == limit {
+			lowest = lowest[:limit-1]
+		}
+		lowest = slices.Insert(lowest, at, i)
 	}
 	if n > 0 {
 		mean := sum / float64(n)
 		s.Mean = &mean
 	}
-	slices.SortFunc(lowest, func(a, b int) int {
-		ra, rb := &rewards[a], &rewards[b]
-		return cmp.Or(cmp.Compare(*ra.Value, *rb.Value), cmp.Compare(ra.RunID, rb.RunID))
-	})
-	s.Lowest = make([]Reward, min(limit, len(lowest)))
+	s.Lowest = make([]Reward, len(lowest))
 	for i := range s.Lowest {
 		s.Lowest[i] = rewards[lowest[i]]
 	}

@@ -1,7 +1,10 @@
 package objective
 
 import (
+	"cmp"
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,6 +66,40 @@ func TestSummarizeLimit(t *testing.T) {
 		var parsed struct{ Lowest []json.RawMessage }
 		if err := json.Unmarshal(out, &parsed); err != nil || len(parsed.Lowest) != tt.want {
 			t.Errorf("limit %d: %v, %d rendered", tt.limit, err, len(parsed.Lowest))
+		}
+	}
+}
+
+// TestSummarizeLowestIsTheSortedPrefix: over random values with many ties,
+// Lowest is exactly the first limit matured rewards in (value, run id)
+// order, whatever order they come in.
+func TestSummarizeLowestIsTheSortedPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		n, limit := rng.IntN(60), 1+rng.IntN(25)
+		var rewards []Reward
+		for i := range n {
+			id := "r" + strconv.Itoa(rng.IntN(1000)*1000+i) // unique, in no order
+			rewards = append(rewards, reward(id, StatusScored, f(float64(rng.IntN(5))), rng.IntN(4) > 0))
+		}
+		var want []Reward
+		for _, r := range rewards {
+			if r.Matured {
+				want = append(want, r)
+			}
+		}
+		slices.SortFunc(want, func(a, b Reward) int {
+			return cmp.Or(cmp.Compare(*a.Value, *b.Value), cmp.Compare(a.RunID, b.RunID))
+		})
+		want = want[:min(limit, len(want))]
+		got := Summarize("v", 1, rewards, limit).Lowest
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d lowest, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].RunID != want[i].RunID {
+				t.Fatalf("round %d: lowest[%d] = %s, want %s", round, i, got[i].RunID, want[i].RunID)
+			}
 		}
 	}
 }

@@ -125,6 +125,9 @@ func appendTrace(b []byte, runID string, t engine.Trace) []byte {
 // appendSignal renders a signal: {id, kind, value, run_ids, occurred_at,
 // received_at, duplicate}, plus the subject it was sent to.
 func appendSignal(b []byte, s engine.Signal, runIDs []string, duplicate bool) []byte {
+	if b == nil {
+		b = make([]byte, 0, 384) // a signal renders to 250–350 bytes
+	}
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, s.ID)
