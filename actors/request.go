@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,13 +97,34 @@ func (q *request) abandon(timeout time.Duration) error {
 	return fmt.Errorf("agent request timed out after %v: %w", timeout, ErrUnavailable)
 }
 
+// timers are reused across requests: a timer and its channel per request
+// were a tenth of the bytes a durable signal allocates. Since Go 1.23 a
+// stopped timer's channel holds no stale tick, so a reused timer is as good
+// as a new one.
+var timers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+func startTimer(d time.Duration) *time.Timer {
+	t := timers.Get().(*time.Timer)
+	t.Reset(d)
+	return t
+}
+
+func stopTimer(t *time.Timer) {
+	t.Stop()
+	timers.Put(t)
+}
+
 // awaitDecision waits until a held write is decided, or failed before it
 // was. At its deadline it abandons a request the actor has not taken
 // (nothing will be written); one already taken is decided at once, so it
 // waits on.
 func (q *request) awaitDecision(timeout time.Duration) error {
-	t := time.NewTimer(q.patience(timeout))
-	defer t.Stop()
+	t := startTimer(q.patience(timeout))
+	defer stopTimer(t)
 	select {
 	case <-q.decided:
 		return nil
@@ -126,8 +148,8 @@ func (q *request) awaitDecision(timeout time.Duration) error {
 // timeout in all, and past that its outcome is unknown.
 func (q *request) waitDone(timeout time.Duration) error {
 	start := time.Now()
-	t := time.NewTimer(q.patience(timeout))
-	defer t.Stop()
+	t := startTimer(q.patience(timeout))
+	defer stopTimer(t)
 	select {
 	case err := <-q.done:
 		return err
