@@ -1,6 +1,7 @@
 package field
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -134,6 +135,13 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 	if err != nil {
 		return zero, Errorf("", "malformed JSON: %v", err)
 	}
+	// The common case, checked without building a path per member: the
+	// text is strict JSON in UTF-8 and every number finite. A \u escape
+	// may decode to what UTF-8 forbids (a lone surrogate), so a body with
+	// one takes the walk below.
+	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) && fastjson.ValidateBytes(data) == nil && finite(v) {
+		return decode(v)
+	}
 	if err := strict(v, path); err != nil {
 		return zero, err
 	}
@@ -144,6 +152,26 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 		return zero, Errorf("", "malformed JSON: %v", err)
 	}
 	return decode(v)
+}
+
+// finite reports whether every number under v is finite.
+func finite(v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		f, err := v.Float64()
+		return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
+	case fastjson.TypeObject:
+		ok := true
+		v.GetObject().Visit(func(_ []byte, m *fastjson.Value) { ok = ok && finite(m) })
+		return ok
+	case fastjson.TypeArray:
+		for _, e := range v.GetArray() {
+			if !finite(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // strict returns an *Error at the path of the first value under v that
