@@ -93,13 +93,13 @@ func (r *Registry) Agents(ws string) ([]engine.AgentInfo, error) {
 func (r *Registry) Run(ws, ref string) (string, engine.AgentInfo, error) {
 	runID := ref
 	if ext, ok := strings.CutPrefix(ref, "external_id:"); ok {
-		v, err := r.dirGet(runExtKey(ws, ext))
+		v, err := r.fixedGet(runExtKey(ws, ext))
 		if err != nil {
 			return "", engine.AgentInfo{}, notFound("run", ref, err)
 		}
 		runID = string(v)
 	}
-	v, err := r.dirGet(runKey(runID))
+	v, err := r.fixedGet(runKey(runID))
 	if err != nil {
 		return "", engine.AgentInfo{}, notFound("run", ref, err)
 	}
@@ -146,6 +146,23 @@ func notFound(what, ref string, err error) error {
 		return fmt.Errorf("%s %s: %w", what, ref, engine.ErrNotFound)
 	}
 	return fmt.Errorf("%s %s: %w", what, ref, err)
+}
+
+// fixedGet is dirGet for a key whose value never changes once durable: a
+// durable value is cached. One published ahead of its append is not, since
+// the append may yet fail.
+func (r *Registry) fixedGet(key []byte) ([]byte, error) {
+	if v, ok := r.fixed.get(key); ok {
+		return v, nil
+	}
+	if v, ok := r.pendingIdx.Load(string(key)); ok {
+		return v.([]byte), nil
+	}
+	v, err := r.store.Get(key)
+	if err == nil {
+		r.fixed.put(key, v)
+	}
+	return v, err
 }
 
 // dirGet reads a directory key, including entries published ahead of their

@@ -104,6 +104,7 @@ type Registry struct {
 	pendingIdx sync.Map
 
 	agentInfos sync.Map // agent directory key → engine.AgentInfo, immutable once created
+	fixed      *fixedCache
 
 	randMu  sync.Mutex
 	seedSeq uint64
@@ -133,6 +134,7 @@ func New(cfg Config) *Registry {
 		store:   cfg.Store,
 		system:  actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
 		workers: warm.New(4),
+		fixed:   newFixedCache(),
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}
