@@ -1,6 +1,7 @@
 package httpdoor
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -119,18 +120,35 @@ func errorShape(path string) api.ErrorShape {
 	return api.ErrorJSON
 }
 
-// match binds the segments of a path to a pattern's placeholders.
+// match binds the segments of a path to a pattern's placeholders. It
+// allocates nothing unless the pattern has {task*} and the path fits it.
 func match(pat, seg []string, t *api.Target) (ws string, ok bool) {
-	if g := slices.Index(pat, "{task*}"); g >= 0 && len(seg) >= len(pat) {
-		// The greedy segment takes what the segments around it leave.
-		n := len(seg) - len(pat) + 1
-		t.Task = strings.Join(seg[g:g+n], "/")
-		seg = slices.Concat(seg[:g], []string{"-"}, seg[g+n:])
-		pat = slices.Concat(pat[:g], []string{"-"}, pat[g+1:])
+	g := slices.Index(pat, "{task*}")
+	if g < 0 {
+		if len(pat) != len(seg) {
+			return "", false
+		}
+		return bind(pat, seg, t)
 	}
-	if len(pat) != len(seg) {
+	// The greedy segment takes what the segments around it leave.
+	tail := len(pat) - g - 1
+	if len(seg) < len(pat) {
 		return "", false
 	}
+	ws, ok = bind(pat[:g], seg[:g], t)
+	if !ok {
+		return "", false
+	}
+	ws2, ok := bind(pat[g+1:], seg[len(seg)-tail:], t)
+	if !ok {
+		return "", false
+	}
+	t.Task = strings.Join(seg[g:len(seg)-tail], "/")
+	return cmp.Or(ws, ws2), true
+}
+
+// bind matches equally long pattern and path segments.
+func bind(pat, seg []string, t *api.Target) (ws string, ok bool) {
 	for i, p := range pat {
 		name, isVar := strings.CutPrefix(p, "{")
 		if !isVar {
