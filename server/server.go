@@ -191,11 +191,11 @@ func (s *Server) startNATS() error {
 			maxBody = natsdoor.DefaultMaxBody
 		}
 		nopts.MaxPayload = int32(min(maxBody+natsHeaderRoom, math.MaxInt32))
+		s.embedded.Logger = natsdoor.ServerLogger(s.cfg.Logger)
 		ns, err := s.embedded.Start(nopts)
 		if err != nil {
 			return err
 		}
-		ns.SetLoggerV2(natsdoor.ServerLogger(s.cfg.Logger), false, false, false)
 		s.nats = ns
 		ten.OnRevoke(func(p tenancy.Principal) { s.embedded.Disconnect(p.KeyID) })
 		url = ns.ClientURL()

@@ -239,3 +239,20 @@ func TestCorruptDirectoryRefusesToStart(t *testing.T) {
 		t.Fatalf("Start = %v, want an error naming %s", err, table)
 	}
 }
+
+// TestEmbeddedNATSLogsIntoSlog: the embedded nats-server's log, from its
+// first line, goes to the server's logger.
+func TestEmbeddedNATSLogsIntoSlog(t *testing.T) {
+	log := &allLog{}
+	startServer(t, Config{Logger: slog.New(log)})
+	if n := log.count("component=nats-server"); n == 0 || log.count("Starting nats-server") == 0 {
+		t.Fatalf("%d nats-server lines, none of them its start:\n%s", n, strings.Join(log.lines, "\n"))
+	}
+}
+
+// allLog records every message with its attributes.
+type allLog struct{ errorLog }
+
+func (h *allLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *allLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *allLog) WithGroup(string) slog.Handler            { return h }

@@ -53,6 +53,9 @@ type Embedded struct {
 	// replace it).
 	reuseDelay time.Duration
 	now        func() time.Time
+	// Logger, when set before Start, receives the server's log from its
+	// first line (see ServerLogger).
+	Logger server.Logger
 
 	mu       sync.RWMutex
 	srv      *server.Server
@@ -148,6 +151,9 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 	e.srv, e.svc = s, svc
 	e.mu.Unlock()
 
+	if e.Logger != nil {
+		s.SetLoggerV2(e.Logger, false, false, false)
+	}
 	s.Start()
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
