@@ -121,7 +121,13 @@ func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (obj
 	if err != nil {
 		return objective.Summary{}, err
 	}
-	var rewards []objective.Reward
+	n := 0
+	for _, r := range a.runList {
+		if r.Version == version {
+			n++
+		}
+	}
+	rewards := make([]objective.Reward, 0, n) // grown by appends, a large version's copies were a tenth of a summary
 	for i, r := range a.runList {
 		if r.Version == version {
 			rewards = append(rewards, a.reward(i, ov, now))
