@@ -95,6 +95,12 @@ func (a *Agent) Reward(runID string, v int, now time.Time) (objective.Reward, er
 // signal has one subject; a run claims an object once), so the indexes need
 // neither sorting nor deduplication here.
 func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Reward {
+	var arena objective.Arena
+	return a.rewardIn(&arena, i, ov, now)
+}
+
+// rewardIn is reward with its results cut from arena.
+func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now time.Time) objective.Reward {
 	r := a.runList[i]
 	buf := a.scratch
 	n := len(a.signals.ofRun(i)) + len(a.runReports[r.ID])
@@ -112,7 +118,7 @@ func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Rewa
 	buf = a.reportSignals(r, buf)
 	a.scratch = buf
 	run := objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}
-	return objective.Evaluate(ov.Definition, ov.Version, run, buf, now)
+	return arena.Evaluate(ov.Definition, ov.Version, run, buf, now)
 }
 
 // VersionRewards summarises the rewards of every run of an agent version.
@@ -128,9 +134,10 @@ func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (obj
 		}
 	}
 	rewards := make([]objective.Reward, 0, n) // grown by appends, a large version's copies were a tenth of a summary
+	var arena objective.Arena
 	for i, r := range a.runList {
 		if r.Version == version {
-			rewards = append(rewards, a.reward(i, ov, now))
+			rewards = append(rewards, a.rewardIn(&arena, i, ov, now))
 		}
 	}
 	return objective.Summarize(version, ov.Version, rewards, limit), nil

@@ -84,6 +84,46 @@ type Reward struct {
 //   - Without an observed signal in an evidence term, Default decides:
 //     nil excludes the run, a number scores it with that value.
 func Evaluate(def Definition, version int, run Run, signals []Signal, now time.Time) Reward {
+	var a Arena
+	return a.Evaluate(def, version, run, signals, now)
+}
+
+// An Arena evaluates many rewards from a few allocations: their term and
+// guard results and their values are cut from shared backing arrays, and
+// the scratch of sorting terms is reused. A summary of 10,000 runs made
+// three allocations a run without one. The rewards it returns stay valid
+// after later evaluations; the zero Arena is ready to use.
+type Arena struct {
+	vals    []float64
+	terms   []TermResult
+	guards  []GuardResult
+	scratch []int32
+}
+
+// arenaChunk is how many rewards' worth an Arena allocates at once.
+const arenaChunk = 64
+
+// cut returns n elements of *pool, refilling it with room for arenaChunk
+// such cuts (one, for a lone evaluation) when it runs short.
+func cut[T any](pool *[]T, n int, lone bool) []T {
+	if n == 0 {
+		return make([]T, 0) // non-nil, and allocates nothing
+	}
+	if len(*pool) < n {
+		size := n
+		if !lone {
+			size *= arenaChunk
+		}
+		*pool = make([]T, size)
+	}
+	s := (*pool)[:n:n]
+	*pool = (*pool)[n:]
+	return s
+}
+
+// Evaluate is Evaluate with a's storage.
+func (a *Arena) Evaluate(def Definition, version int, run Run, signals []Signal, now time.Time) Reward {
+	lone := a.vals == nil && a.terms == nil // the first use: perhaps the only one
 	r := Reward{RunID: run.ID, ObjectiveVersion: version}
 	var deadline time.Time
 	if run.Finished {
@@ -99,7 +139,7 @@ func Evaluate(def Definition, version int, run Run, signals []Signal, now time.T
 	}
 
 	guarded := false
-	r.Guards = make([]GuardResult, len(def.Guards))
+	r.Guards = cut(&a.guards, len(def.Guards), lone)
 	for i, g := range def.Guards {
 		matched := false
 		for j := range signals {
@@ -114,13 +154,12 @@ func Evaluate(def Definition, version int, run Run, signals []Signal, now time.T
 
 	// One backing array holds every Raw, Scaled and the Value, so a reward
 	// costs a fixed number of allocations however many terms it has.
-	vals := make([]float64, 2*len(def.Terms)+1)
+	vals := cut(&a.vals, 2*len(def.Terms)+1, lone)
 	evidence := false
-	var scratch []int32 // reused by the terms that sort
-	r.Terms = make([]TermResult, len(def.Terms))
+	r.Terms = cut(&a.terms, len(def.Terms), lone)
 	for i, t := range def.Terms {
 		tr := TermResult{Signal: t.Signal, Weight: t.Weight, Agg: t.Agg.orDefault(), Evidence: t.Evidence}
-		x, n := aggregate(t, signals, run, deadline, &scratch)
+		x, n := aggregate(t, signals, run, deadline, &a.scratch)
 		tr.Count = n
 		if n == 0 && t.Missing != nil {
 			x, tr.Imputed = *t.Missing, true

@@ -1,6 +1,7 @@
 package objective
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -360,5 +361,34 @@ func TestSumAddsInOccurrenceOrder(t *testing.T) {
 		x.Agg = agg
 		x.Scale = &[2]float64{-1, 1}
 		check(t, Evaluate(def(x), 1, finished, signals, t0), want{StatusScored, f(0.5), 0, []termWant{{3, f(0), f(0.5), false}}})
+	}
+}
+
+// TestArenaEvaluatesAsEvaluate: rewards evaluated one after another in one
+// Arena equal lone evaluations, and none is changed by the ones after it.
+func TestArenaEvaluatesAsEvaluate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	sum, mean := term("b", 2), term("c", -1)
+	sum.Agg, mean.Agg = AggSum, AggMean
+	d := def(term("a", 1), sum, mean)
+	d.Guards = []Guard{{Signal: "g", Op: OpGT, Value: 0.9}}
+	var arena Arena
+	var got, want []Reward
+	for i := range 500 {
+		var signals []Signal
+		for j := range rng.IntN(12) {
+			kind := []string{"a", "b", "c", "g", "z"}[rng.IntN(5)]
+			signals = append(signals, sig(kind, rng.Float64(), time.Duration(rng.IntN(100))*time.Hour, time.Duration(j)*time.Minute, uint64(j)))
+		}
+		run := Run{ID: fmt.Sprint("run_", i), Finished: rng.IntN(2) == 0, FinishedAt: t0}
+		got = append(got, arena.Evaluate(d, 1, run, signals, t0.Add(48*time.Hour)))
+		want = append(want, Evaluate(d, 1, run, signals, t0.Add(48*time.Hour)))
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("reward %d from the arena = %+v, want %+v", i, got[i], want[i])
+			}
+		}
 	}
 }
