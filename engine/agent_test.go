@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,5 +375,27 @@ func BenchmarkReward(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidKind: the kind check agrees with the pattern it replaced,
+// ^[a-zA-Z0-9_.-]{1,100}$, over edge cases and random strings.
+func TestValidKind(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,100}$`)
+	cases := []string{"", "a", "human.rating", "A-Z_0.9", strings.Repeat("k", 100), strings.Repeat("k", 101),
+		"with space", "ünï", "a/b", "a\x00", "-", ".", "tab\t"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const alphabet = "aZ09_.-/ \x00é"
+	for range 2000 {
+		b := make([]byte, rng.IntN(8))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		if got, want := validKind(s), pattern.MatchString(s); got != want {
+			t.Fatalf("validKind(%q) = %v, the pattern says %v", s, got, want)
+		}
 	}
 }

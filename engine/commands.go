@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"regexp"
 	"time"
 
 	"github.com/plaudit/plaudit/engine/field"
@@ -81,7 +80,21 @@ type TraceResult struct {
 	Created bool
 }
 
-var kindPattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,100}$`)
+// validKind reports whether s is a signal kind (or scorer): 1 to 100 of
+// [a-zA-Z0-9_.-]. It is a loop, not a regexp: every signal is checked, and
+// the regexp was 2% of a signal's CPU.
+func validKind(s string) bool {
+	if len(s) == 0 || len(s) > 100 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Limits on free-form strings.
 const (
@@ -312,7 +325,7 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 	if err := a.ready(); err != nil {
 		return SignalResult{}, nil, err
 	}
-	if !kindPattern.MatchString(c.Kind) {
+	if !validKind(c.Kind) {
 		return SignalResult{}, nil, field.Errorf("kind", "must match ^[a-zA-Z0-9_.-]{1,100}$")
 	}
 	if math.IsNaN(c.Value) || math.IsInf(c.Value, 0) {

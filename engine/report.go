@@ -77,7 +77,7 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (rep
 	if err != nil {
 		return reportKey{}, nil, err
 	}
-	if !kindPattern.MatchString(c.Scorer) {
+	if !validKind(c.Scorer) {
 		return reportKey{}, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
 	}
 	if c.Value != nil && (math.IsNaN(*c.Value) || math.IsInf(*c.Value, 0)) {

@@ -7,18 +7,28 @@
 // task that blocks never holds up another.
 package warm
 
-import "runtime"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
-// Pool is a set of idle workers. The zero value is not usable; call New.
+// Pool is a set of workers that grows with demand up to a bound. The zero
+// value is not usable; call New.
 type Pool struct {
-	work chan func()
-	stop chan struct{}
+	work    chan func()
+	stop    chan struct{}
+	workers atomic.Int64 // started, up to max
+	max     int64
 }
 
-// New starts perCPU workers for each CPU Go may use.
+// New starts perCPU workers for each CPU Go may use, and lets the pool grow
+// to 16 times that: a task that finds no idle worker starts one while
+// there are fewer (many agents each blocked in an fsync take many).
 func New(perCPU int) *Pool {
-	p := &Pool{work: make(chan func()), stop: make(chan struct{})}
-	for range perCPU * runtime.GOMAXPROCS(0) {
+	n := perCPU * runtime.GOMAXPROCS(0)
+	p := &Pool{work: make(chan func()), stop: make(chan struct{}), max: int64(16 * n)}
+	p.workers.Store(int64(n))
+	for range n {
 		go p.worker()
 	}
 	return p
@@ -35,13 +45,23 @@ func (p *Pool) worker() {
 	}
 }
 
-// Go runs fn on an idle worker, or on a new goroutine if none is idle.
+// Go runs fn on an idle worker, or on a new goroutine if none is idle; the
+// new goroutine stays on as a worker while the pool is below its bound.
 func (p *Pool) Go(fn func()) {
 	select {
 	case p.work <- fn:
+		return
 	default:
-		go fn()
 	}
+	if p.workers.Add(1) <= p.max {
+		go func() {
+			fn()
+			p.worker()
+		}()
+		return
+	}
+	p.workers.Add(-1)
+	go fn()
 }
 
 // Close stops the idle workers; busy ones stop once their task returns.

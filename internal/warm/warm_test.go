@@ -14,11 +14,14 @@ func TestBlockedWorkersHoldUpNoTask(t *testing.T) {
 	workers := runtime.GOMAXPROCS(0)
 	release := make(chan struct{})
 	var blocked sync.WaitGroup
-	for range workers * 2 {
+	for range workers * 40 { // past the bound: the rest run on plain goroutines
 		blocked.Add(1)
 		p.Go(func() { blocked.Done(); <-release })
 	}
 	blocked.Wait()
+	if n := p.workers.Load(); n > p.max {
+		t.Fatalf("%d workers, more than the bound of %d", n, p.max)
+	}
 	done := make(chan struct{})
 	p.Go(func() { close(done) })
 	select {
