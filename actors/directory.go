@@ -152,7 +152,7 @@ func notFound(what, ref string, err error) error {
 // durable value is cached. One published ahead of its append is not, since
 // the append may yet fail.
 func (r *Registry) fixedGet(key []byte) ([]byte, error) {
-	if v, ok := r.fixed.get(key); ok {
+	if v, ok := r.fixed.Get(key); ok {
 		return v, nil
 	}
 	if v, ok := r.pendingIdx.Load(string(key)); ok {
@@ -160,7 +160,7 @@ func (r *Registry) fixedGet(key []byte) ([]byte, error) {
 	}
 	v, err := r.store.Get(key)
 	if err == nil {
-		r.fixed.put(key, v)
+		r.fixed.Put(key, v)
 	}
 	return v, err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/id"
+	"github.com/plaudit/plaudit/internal/fixed"
 	"github.com/plaudit/plaudit/internal/warm"
 	"github.com/plaudit/plaudit/persist"
 )
@@ -104,7 +105,10 @@ type Registry struct {
 	pendingIdx sync.Map
 
 	agentInfos sync.Map // agent directory key → engine.AgentInfo, immutable once created
-	fixed      *fixedCache
+	// fixed caches directory values that never change once durable: a
+	// run's agent, the run an external id names (a tenth of a feedback's
+	// CPU was reading them from Pebble).
+	fixed *fixed.Cache[[]byte]
 
 	randMu  sync.Mutex
 	seedSeq uint64
@@ -134,7 +138,7 @@ func New(cfg Config) *Registry {
 		store:   cfg.Store,
 		system:  actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
 		workers: warm.New(4),
-		fixed:   newFixedCache(),
+		fixed:   fixed.New[[]byte](),
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}
