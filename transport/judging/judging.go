@@ -70,15 +70,19 @@ type Judging struct {
 	// pin and of an answer's same-answer entry.
 	pins    stripedLocks // the first rewards of a task, which make its pin
 	answers stripedLocks // the rewards of one answer
-	// tasks caches decoded task versions, which never change: reading and
-	// parsing one per judged reward was a sixth of its CPU.
-	tasks *fixed.Cache[TaskVersion]
+	// tasks, judges and pinned cache records that never change once
+	// stored (task versions, judge versions, a task's pin): reading and
+	// parsing them on every judged reward was a quarter of its CPU.
+	tasks  *fixed.Cache[TaskVersion]
+	judges *fixed.Cache[JudgeVersion]
+	pinned *fixed.Cache[Pin]
 }
 
 // New returns the records kept in store.
 func New(store Store, now func() time.Time) *Judging {
 	return &Judging{store: store, now: now, pins: stripedLocks{seed: maphash.MakeSeed()},
-		answers: stripedLocks{seed: maphash.MakeSeed()}, tasks: fixed.New[TaskVersion]()}
+		answers: stripedLocks{seed: maphash.MakeSeed()}, tasks: fixed.New[TaskVersion](),
+		judges: fixed.New[JudgeVersion](), pinned: fixed.New[Pin]()}
 }
 
 // TaskVersion is one version of a task.
@@ -256,14 +260,22 @@ func (j *Judging) JudgeVersion(ws, name string) (JudgeVersion, error) {
 	if name == DefaultJudgeVersion {
 		return JudgeVersion{Name: DefaultJudgeVersion, Judges: map[string]string{}}, nil
 	}
-	v, err := j.store.Get(judgeKey(ws, name))
+	key := judgeKey(ws, name)
+	if jv, ok := j.judges.Get(key); ok {
+		return jv, nil
+	}
+	v, err := j.store.Get(key)
 	if errors.Is(err, persist.ErrNotFound) {
 		return JudgeVersion{}, fmt.Errorf("judge version %s: %w", name, engine.ErrNotFound)
 	}
 	if err != nil {
 		return JudgeVersion{}, err
 	}
-	return decodeJudgeVersion(name, v)
+	jv, err := decodeJudgeVersion(name, v)
+	if err == nil {
+		j.judges.Put(key, jv)
+	}
+	return jv, err
 }
 
 // JudgeVersions lists ws's judge versions, j1 first, then by number.

@@ -257,7 +257,11 @@ func (j *Judging) openRewards() ([]Reward, error) {
 type Pin struct{ TaskVersion, JudgeVersion string }
 
 func (j *Judging) pin(ws, task string) (Pin, bool, error) {
-	v, err := j.store.Get(pinKey(ws, task))
+	key := pinKey(ws, task)
+	if p, ok := j.pinned.Get(key); ok {
+		return p, true, nil
+	}
+	v, err := j.store.Get(key)
 	if errors.Is(err, persist.ErrNotFound) {
 		return Pin{}, false, nil
 	}
@@ -268,8 +272,10 @@ func (j *Judging) pin(ws, task string) (Pin, bool, error) {
 	if err != nil {
 		return Pin{}, false, fmt.Errorf("pin record: %w", persist.ErrCorrupt)
 	}
-	return Pin{TaskVersion: string(p.GetStringBytes("task_version")),
-		JudgeVersion: string(p.GetStringBytes("judge_version"))}, true, nil
+	pin := Pin{TaskVersion: string(p.GetStringBytes("task_version")),
+		JudgeVersion: string(p.GetStringBytes("judge_version"))}
+	j.pinned.Put(key, pin)
+	return pin, true, nil
 }
 
 func (p Pin) encode() []byte {
