@@ -157,14 +157,31 @@ func (d *Door) handle(m micro.Request) {
 	})
 }
 
+// subjectTokens splits plaudit.v1.<ws>.<agent>.<op> into its five tokens
+// without allocating; false if it has another number of tokens.
+func subjectTokens(subject string) (tok [5]string, ok bool) {
+	for i := range tok {
+		if i == len(tok)-1 {
+			tok[i] = subject
+			return tok, !strings.Contains(subject, ".")
+		}
+		var found bool
+		tok[i], subject, found = strings.Cut(subject, ".")
+		if !found {
+			return tok, false
+		}
+	}
+	return tok, false
+}
+
 // admit translates a NATS request into req: who sent it, the subject's
 // workspace, agent and operation, and the body's targets and arguments.
 func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body []byte) error {
 	if !d.svc.Ready() {
 		return api.ErrRecovering
 	}
-	tok := strings.Split(subject, ".")
-	if len(tok) != 5 {
+	tok, ok := subjectTokens(subject)
+	if !ok {
 		return fmt.Errorf("subject %s: want plaudit.v1.<ws>.<agent>.<op>: %w", field.Quote(subject), api.ErrRouteNotFound)
 	}
 	p, err := d.principal(subject, hdr)
