@@ -130,7 +130,11 @@ func (s State) events(yield func(seqEvent) bool) {
 // allReports copies every standing report, run by run in run order, each
 // run's in first-made order, so Restore rebuilds the same lists.
 func (a *Agent) allReports() []Report {
-	var out []Report
+	n := 0
+	for _, reports := range a.runReports {
+		n += len(reports)
+	}
+	out := make([]Report, 0, n) // a snapshot of many reports regrew this on every one
 	for _, r := range a.runList {
 		for _, p := range a.runReports[r.ID] {
 			out = append(out, *p)
