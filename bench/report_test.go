@@ -127,3 +127,12 @@ func smokeReports(t *testing.T, cl *client, job string) []smokeReport {
 	}
 	return out
 }
+
+// TestMedianRound picks the round of median throughput whole, so its
+// percentiles stay those of one real run.
+func TestMedianRound(t *testing.T) {
+	rounds := []Result{{OpsPerSec: 300, P50: 3}, {OpsPerSec: 100, P50: 1}, {OpsPerSec: 200, P50: 2}}
+	if got := medianRound(rounds); got.OpsPerSec != 200 || got.P50 != 2 {
+		t.Fatalf("medianRound = %+v, want the 200 ops/s round", got)
+	}
+}

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -257,9 +259,25 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		profiles = make(chan error, 2)
 		l.Started = func() { s.startProfiles(fam, r.name, c, l.D, profiles) }
 	}
-	res, err := r.run(s, l)
+	rounds := max(1, s.opts.Rounds)
+	if profiles != nil {
+		rounds = 1 // one profile per row
+	}
+	var all []Result
+	var err error
+	for range rounds {
+		var res Result
+		if res, err = r.run(s, l); err != nil || interrupted.Load() {
+			break
+		}
+		all = append(all, res)
+	}
 	if interrupted.Load() {
 		return ErrInterrupted // a row cut short is not a measurement
+	}
+	var res Result
+	if len(all) > 0 {
+		res = medianRound(all)
 	}
 	if profiles != nil && l.Started != nil {
 		for range s.profileCount() {
@@ -290,6 +308,13 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 	s.rep.Rows = append(s.rep.Rows, row)
 	s.logf("%s: %v", label, res)
 	return nil
+}
+
+// medianRound is the round of median throughput: one real run, so its
+// percentiles and CPU belong together.
+func medianRound(rounds []Result) Result {
+	slices.SortFunc(rounds, func(a, b Result) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
+	return rounds[len(rounds)/2]
 }
 
 func div(a, b float64) float64 {

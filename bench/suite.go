@@ -30,6 +30,9 @@ type Options struct {
 	// Quick runs the whole suite in under a minute: fewer operations and
 	// smaller recovery, memory and summary set-ups.
 	Quick bool
+	// Rounds runs every row that many times and reports the round of
+	// median throughput (default 1; rows with profiles run once).
+	Rounds int
 	// Concurrency lists the concurrencies (default 1 and 64).
 	Concurrency []int
 	// Dir is where data directories, Redis files and child logs go
@@ -167,6 +170,9 @@ func Run(opts Options) (*Report, error) {
 		rep: &Report{Date: time.Now().UTC(), Machine: ThisMachine(), Mode: "closed loop"}}
 	if opts.Rate > 0 {
 		s.rep.Mode = fmt.Sprintf("open loop at %.0f/s", opts.Rate)
+	}
+	if opts.Rounds > 1 {
+		s.rep.Mode += fmt.Sprintf(", each row the median of %d rounds by ops/s", opts.Rounds)
 	}
 	start := time.Now()
 	defer func() { s.rep.Elapsed = time.Since(start) }()

@@ -30,6 +30,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&opts.Duration, "duration", 0, "run each row for this long instead of --ops")
 	fs.Float64Var(&opts.Rate, "rate", 0, "open loop: operations per second, latency measured from each one's due time (runs --duration, default 10s; -c is the most in flight)")
 	fs.BoolVar(&opts.Quick, "quick", false, "the whole suite in under a minute: fewer operations, smaller set-ups")
+	fs.IntVar(&opts.Rounds, "rounds", 1, "run every row this many times and report the round of median ops/s")
 	conc := fs.String("c", "1,64", "concurrencies, comma-separated")
 	fs.StringVar(&opts.Dir, "dir", "", "directory on the disk to measure (default: the system temp dir)")
 	fs.BoolVar(&opts.KeepDir, "keep", false, "keep the data directories and child logs")
