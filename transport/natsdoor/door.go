@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -120,6 +121,14 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 			d.workers.Close()
 			return nil, fmt.Errorf("nats endpoint %s: %w", name, err)
 		}
+	}
+	// The endpoints' subscriptions reach the server with the next flush;
+	// until then a request finds no responder. The door is open only once
+	// the server has them.
+	if err := nc.FlushTimeout(10 * time.Second); err != nil {
+		_ = ms.Stop()
+		d.workers.Close()
+		return nil, fmt.Errorf("nats endpoints: %w", err)
 	}
 	d.micro = ms
 	return d, nil
