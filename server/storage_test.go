@@ -2,20 +2,19 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/plaudit/plaudit/internal/logtest"
 	"github.com/plaudit/plaudit/persist/faultfs"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
@@ -119,36 +118,6 @@ func gaugeValue(t *testing.T, s *Server, name string) float64 {
 	return f.GetMetric()[0].GetGauge().GetValue()
 }
 
-// errorLog records the messages a server logs at ERROR.
-type errorLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (h *errorLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
-func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
-	line := r.Message
-	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
-	h.mu.Lock()
-	h.lines = append(h.lines, line)
-	h.mu.Unlock()
-	return nil
-}
-func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *errorLog) WithGroup(string) slog.Handler      { return h }
-
-func (h *errorLog) count(substr string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, l := range h.lines {
-		if strings.Contains(l, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 // flushAndCorrupt flushes the stopped server's data into tables and flips a
 // byte of the table holding needle, after it.
 func flushAndCorrupt(t *testing.T, dir string, needle []byte, after int) string {
@@ -202,7 +171,7 @@ func TestCorruptAgentIsFencedAndNamed(t *testing.T) {
 	}
 	table := flushAndCorrupt(t, dir, []byte("e/"+agents[0]+"/"), 20)
 
-	log := &errorLog{}
+	log := &logtest.Recorder{Min: slog.LevelError}
 	s = startServer(t, Config{DataDir: dir, Logger: slog.New(log)})
 	c = newClient(t, s, adminKey)
 	for range 3 {
@@ -213,8 +182,8 @@ func TestCorruptAgentIsFencedAndNamed(t *testing.T) {
 			t.Fatalf("read of the damaged agent = %d %s", r.status, r.body)
 		}
 	}
-	if n := log.count("agent recovery failed"); n != 1 {
-		t.Fatalf("recovery failure logged %d times, want once:\n%s", n, strings.Join(log.lines, "\n"))
+	if n := log.Count("agent recovery failed"); n != 1 {
+		t.Fatalf("recovery failure logged %d times, want once:\n%s", n, log)
 	}
 	if got := list(t, c.must(200, "GET", "/api/v1/agents/"+agents[1]+"/runs/"+runs[1]+"/signals", ""), "items"); len(got) != 100 {
 		t.Fatalf("the other agent has %d signals, want 100", len(got))
@@ -243,16 +212,9 @@ func TestCorruptDirectoryRefusesToStart(t *testing.T) {
 // TestEmbeddedNATSLogsIntoSlog: the embedded nats-server's log, from its
 // first line, goes to the server's logger.
 func TestEmbeddedNATSLogsIntoSlog(t *testing.T) {
-	log := &allLog{}
+	log := &logtest.Recorder{Min: slog.LevelDebug}
 	startServer(t, Config{Logger: slog.New(log)})
-	if n := log.count("component=nats-server"); n == 0 || log.count("Starting nats-server") == 0 {
-		t.Fatalf("%d nats-server lines, none of them its start:\n%s", n, strings.Join(log.lines, "\n"))
+	if n := log.Count("component=nats-server"); n == 0 || log.Count("Starting nats-server") == 0 {
+		t.Fatalf("%d nats-server lines, none of them its start:\n%s", n, log)
 	}
 }
-
-// allLog records every message with its attributes.
-type allLog struct{ errorLog }
-
-func (h *allLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *allLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *allLog) WithGroup(string) slog.Handler            { return h }

@@ -2,41 +2,22 @@ package pebblelog
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/plaudit/plaudit/internal/logtest"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/persisttest"
 )
 
-// recordingHandler keeps the messages logged at ERROR.
-type recordingHandler struct {
-	mu     sync.Mutex
-	errors []string
-}
-
-func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelError {
-		h.mu.Lock()
-		h.errors = append(h.errors, r.Message)
-		h.mu.Unlock()
-	}
-	return nil
-}
-func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
-
 // corruptedStore writes directory entries and two agents' events into one
 // flushed table, flips a byte of the table at offset(size), and reopens.
-func corruptedStore(t *testing.T, offset func(size int) int) (*Store, *recordingHandler, string) {
+func corruptedStore(t *testing.T, offset func(size int) int) (*Store, *logtest.Recorder, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s, err := Open(dir, Options{BallastSize: -1})
@@ -73,7 +54,7 @@ func corruptedStore(t *testing.T, offset func(size int) int) (*Store, *recording
 	if err := os.WriteFile(tables[0], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := &recordingHandler{}
+	h := &logtest.Recorder{Min: slog.LevelError}
 	s, err = Open(dir, Options{Logger: slog.New(h), BallastSize: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -96,8 +77,8 @@ func TestCorruptTableIsAnErrorNamingTheFile(t *testing.T) {
 			t.Fatalf("Load(a) = %q, want it to name the agent and %s", err, table)
 		}
 	}
-	if len(h.errors) != 1 {
-		t.Fatalf("logged at ERROR: %q, want one line", h.errors)
+	if errs := h.Lines(); len(errs) != 1 {
+		t.Fatalf("logged at ERROR: %q, want one line", errs)
 	}
 	checkLoads(t, s, "b", 100)
 	n := 0
@@ -121,22 +102,6 @@ func TestCorruptDirectoryBlockIsAnError(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
-
-// infoLog records every message with its level.
-type infoLog struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (h *infoLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *infoLog) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	h.lines = append(h.lines, r.Level.String()+" "+r.Message)
-	h.mu.Unlock()
-	return nil
-}
-func (h *infoLog) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *infoLog) WithGroup(string) slog.Handler      { return h }
 
 // TestTruncatedWALIsLoggedAndConsistent cuts the newest WAL in half, as
 // an outside hand could: Pebble cannot tell that from a crash mid-write,
@@ -166,7 +131,7 @@ func TestTruncatedWALIsLoggedAndConsistent(t *testing.T) {
 	if err := os.Truncate(newest, st.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	log := &infoLog{}
+	log := &logtest.Recorder{}
 	s, err = Open(dir, Options{Logger: slog.New(log), BallastSize: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -181,10 +146,10 @@ func TestTruncatedWALIsLoggedAndConsistent(t *testing.T) {
 	}
 	persisttest.CheckTail(t, "a", r.Tail, persisttest.Events("a", 1, int(r.LastSeq)))
 	found := false
-	for _, l := range log.lines {
+	for _, l := range log.Lines() {
 		found = found || strings.Contains(l, filepath.Base(newest)) && strings.Contains(l, "stopped reading at offset")
 	}
 	if !found {
-		t.Fatalf("the short replay of %s is not in the log:\n%s", filepath.Base(newest), strings.Join(log.lines, "\n"))
+		t.Fatalf("the short replay of %s is not in the log:\n%s", filepath.Base(newest), log)
 	}
 }
