@@ -107,14 +107,19 @@ func (sp *space) admit(n int64) error {
 	if sp.full.Load() {
 		return persist.ErrStorageFull
 	}
-	if sp.avail.Add(-n) < sp.minFree {
-		if sp.full.CompareAndSwap(false, true) {
-			sp.logger.Warn("storage full: writes refused", "component", "pebblelog", "dir", sp.dir,
-				"free_bytes", max(sp.avail.Load(), 0), "min_free_bytes", sp.minFree)
-		}
+	if free := sp.avail.Add(-n); free < sp.minFree {
+		sp.markFull(free)
 		return persist.ErrStorageFull
 	}
 	return nil
+}
+
+// markFull refuses writes from now on, saying so once.
+func (sp *space) markFull(free int64) {
+	if sp.full.CompareAndSwap(false, true) {
+		sp.logger.Warn("storage full: writes refused", "component", "pebblelog", "dir", sp.dir,
+			"free_bytes", max(free, 0), "min_free_bytes", sp.minFree)
+	}
 }
 
 // measure reads the free space, flips full, and keeps the ballast.
@@ -130,10 +135,7 @@ func (sp *space) measure() {
 	sp.avail.Store(free)
 	switch {
 	case free < sp.minFree:
-		if sp.full.CompareAndSwap(false, true) {
-			sp.logger.Warn("storage full: writes refused", "component", "pebblelog", "dir", sp.dir,
-				"free_bytes", free, "min_free_bytes", sp.minFree)
-		}
+		sp.markFull(free)
 	case free >= sp.minFree+sp.minFree/4:
 		// The margin keeps writes from flapping on and off at the line.
 		if sp.full.CompareAndSwap(true, false) {
