@@ -21,6 +21,7 @@ vet:
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/).
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/objective/
+	$(GO) test -run='^$$' -fuzz=FuzzSyntaxError -fuzztime=30s ./engine/field/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeEvent -fuzztime=30s ./engine/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/judge/
 	$(GO) test -run='^$$' -fuzz=FuzzInstructsJudge -fuzztime=30s ./engine/judge/

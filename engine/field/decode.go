@@ -2,6 +2,7 @@ package field
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -133,7 +134,7 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 	defer parsers.Put(p)
 	v, err := p.ParseBytes(data)
 	if err != nil {
-		return zero, Errorf("", "malformed JSON: %v", err)
+		return zero, malformed(data, err)
 	}
 	// The common case, checked without building a path per member: the
 	// text is strict JSON in UTF-8 and every number finite. A \u escape
@@ -146,12 +147,22 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 		return zero, err
 	}
 	if !utf8.Valid(data) {
-		return zero, Errorf("", "malformed JSON: not valid UTF-8")
+		return zero, malformed(data, errors.New("not valid UTF-8"))
 	}
 	if err := fastjson.ValidateBytes(data); err != nil {
-		return zero, Errorf("", "malformed JSON: %v", err)
+		return zero, malformed(data, err)
 	}
 	return decode(v)
+}
+
+// malformed is the error of a body a parser refused: the byte offset and
+// what was expected there, or the parser's own words (err) when the scan
+// finds nothing wrong.
+func malformed(data []byte, err error) error {
+	if msg := syntaxError(data); msg != "" {
+		return Errorf("", "malformed JSON %s", msg)
+	}
+	return Errorf("", "malformed JSON: %v", err)
 }
 
 // finite reports whether every number under v is finite.

@@ -80,7 +80,8 @@ func TestEvidenceStaysJSON(t *testing.T) {
 		{`{"scorer": "s", "value": 1, "detail": {"c": -inf}}`, "detail.c:"},
 		{"{\"scorer\": \"s\", \"value\": 1, \"detail\": {\"e\": \"\xff\"}}", "detail.e:"},
 		{"{\"scorer\": \"s\xfe\", \"value\": 1}", "scorer:"},
-		{"{\"scorer\": \"s\", \"value\": 1}\xff", "malformed JSON"},
+		{"{\"scorer\": \"s\", \"value\": 1}\xff", "malformed JSON at byte 27: expected the end of the document"},
+		{`{"scorer": "s", "value": 1 "detail": {}}`, `malformed JSON at byte 27: expected ',' or '}' after an object member, found '"'`},
 	} {
 		apiError(t, e.report(e.c, e.job, tc.body, nil), 400, "invalid_request", tc.want)
 	}
