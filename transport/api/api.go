@@ -120,7 +120,11 @@ type Request struct {
 	// Deadline is when the request stops being worth answering; zero
 	// takes Config.RequestDeadline from when the service gets it. A door
 	// that knows when the request arrived sets it from then.
-	Deadline  time.Time
+	Deadline time.Time
+	// Door is the door that admitted the request, and Arrived when (zero:
+	// when the service gets it); the metrics and the access log use them.
+	Door      Door
+	Arrived   time.Time
 	RequestID string
 	Errors    ErrorShape
 }

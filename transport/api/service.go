@@ -40,6 +40,9 @@ type Config struct {
 	// Storage reports the store's fitness for writes, for Health; nil
 	// counts it always fit.
 	Storage func() persist.Condition
+	// AccessLog logs one INFO line per answered request: request id,
+	// workspace, door, operation, status and duration.
+	AccessLog bool
 }
 
 // Service serves every operation. It is safe for concurrent use.
@@ -50,6 +53,7 @@ type Service struct {
 	idem    *idempotency.Keeper
 	judging *judging.Judging
 	judges  *judging.Dispatcher
+	metrics *requestMetrics
 	resume  sync.Once
 	ready   atomic.Bool
 	stop    chan struct{}
@@ -85,7 +89,7 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	var p [4]byte
 	_, _ = rand.Read(p[:])
 	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
-		reqPrefix: "req_" + hex.EncodeToString(p[:])}
+		metrics: newRequestMetrics(), reqPrefix: "req_" + hex.EncodeToString(p[:])}
 	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,
 		Episode: s.appendJudgeSignals, Logger: cfg.Logger})
 	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })
@@ -172,6 +176,15 @@ func (s *Service) Stamp() uint64 {
 // Error answers a request a door rejects itself (no route, bad body, failed
 // authentication) in the request's error shape.
 func (s *Service) Error(req *Request, err error) Response {
+	if req.Arrived.IsZero() {
+		req.Arrived = time.Now()
+	}
+	return s.finish(req, s.fail(req, err))
+}
+
+// fail renders err in the request's error shape and logs a 5xx with its
+// request id.
+func (s *Service) fail(req *Request, err error) Response {
 	resp := errorResponse(err, req.RequestID, req.Errors)
 	switch code := classify(err).code; {
 	case code == "overloaded" || code == "storage_full":
@@ -186,15 +199,18 @@ func (s *Service) Error(req *Request, err error) Response {
 
 // Handle serves one request.
 func (s *Service) Handle(req *Request) Response {
+	if req.Arrived.IsZero() {
+		req.Arrived = time.Now()
+	}
 	if !s.ready.Load() {
 		return s.Error(req, ErrRecovering)
 	}
 	if req.Deadline.IsZero() {
-		req.Deadline = time.Now().Add(s.cfg.RequestDeadline)
+		req.Deadline = req.Arrived.Add(s.cfg.RequestDeadline)
 	}
 	c := &call{s: s, req: req, p: req.Principal, ws: req.Principal.Home, by: req.Deadline}
 	res, err := s.serve(c)
-	return c.respond(res, err)
+	return s.finish(req, c.respond(res, err))
 }
 
 // call is one request on its way through the service.
@@ -213,7 +229,7 @@ type call struct {
 // respond renders a handler's outcome as the client gets it.
 func (c *call) respond(res result, err error) Response {
 	if err != nil {
-		return c.s.Error(c.req, err)
+		return c.s.fail(c.req, err)
 	}
 	resp := Response{Status: res.status, Body: res.body, RequestID: c.req.RequestID}
 	if res.status == 202 { // accepted, not final: come back
@@ -246,8 +262,10 @@ func (s *Service) serve(c *call) (result, error) {
 		return result{}, err
 	}
 	if rec != nil {
+		s.metrics.idemReplayed.Inc()
 		return result{status: rec.Status, body: rec.Body, reqID: rec.RequestID}, nil
 	}
+	s.metrics.idemExecuted.Inc()
 	c.idem = res
 	out, err := h.fn(c)
 	s.finishKeyed(c, out, err)
@@ -272,7 +290,12 @@ func (s *Service) finishKeyed(c *call, res result, err error) {
 // record is the Idempotency-Key record of an outcome; false when it must
 // not be recorded.
 func (c *call) record(res result, err error) (idempotency.Record, bool) {
-	resp := c.respond(res, err)
+	var resp Response
+	if err != nil { // rendered, not logged: Handle logs the answer once
+		resp = errorResponse(err, c.req.RequestID, c.req.Errors)
+	} else {
+		resp = c.respond(res, nil)
+	}
 	if resp.Status >= 500 {
 		return idempotency.Record{}, false
 	}

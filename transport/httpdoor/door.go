@@ -123,7 +123,8 @@ func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(
 // Handle serves one request.
 func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.Path())
-	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path)}
+	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path),
+		Door: api.DoorHTTP, Arrived: time.Now()}
 	switch {
 	case path == "/healthz":
 		ctx.Response.Header.Set("X-Request-Id", req.RequestID)
@@ -191,7 +192,7 @@ func write(ctx *fasthttp.RequestCtx, resp api.Response) {
 // arrive in time. (Bodies over the limit are Handle's: fasthttp streams
 // them.)
 func (d *Door) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
-	req := &api.Request{RequestID: d.svc.RequestID(), Errors: errorShape(string(ctx.Path()))}
+	req := &api.Request{RequestID: d.svc.RequestID(), Errors: errorShape(string(ctx.Path())), Door: api.DoorHTTP}
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) { // not with streamed bodies; kept should that change
 		write(ctx, d.svc.Error(req, d.tooLarge()))
 		return

@@ -145,7 +145,7 @@ func (d *Door) Stop() error {
 // handle hands the request to a goroutine so the subscription keeps
 // flowing while actors sync; the in-flight bound turns overload into 503.
 func (d *Door) handle(m micro.Request) {
-	req := &api.Request{RequestID: d.svc.RequestID(), Errors: api.ErrorJSON}
+	req := &api.Request{RequestID: d.svc.RequestID(), Errors: api.ErrorJSON, Door: api.DoorNATS, Arrived: time.Now()}
 	select {
 	case d.sem <- struct{}{}:
 	default:
