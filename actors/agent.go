@@ -111,11 +111,14 @@ func (x *agentActor) Receive(ctx actor.Context) {
 }
 
 func (x *agentActor) recover() {
+	start := time.Now()
 	rec, err := x.reg.store.Load(x.agentID)
 	if err == nil {
 		x.agent, err = restore(rec)
 	}
+	x.reg.metrics.recovery.Observe(since(start))
 	if err != nil {
+		x.reg.metrics.recoveryFailed.Inc()
 		x.recoverErr = fmt.Errorf("agent %s %w: %w", x.agentID, ErrUnavailable, err)
 		x.reg.cfg.Logger.Error("agent recovery failed", "agent", x.agentID, "err", err)
 		return
@@ -313,6 +316,7 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	}
 	gen := x.gen
 	x.appending = true
+	x.reg.metrics.batchEvents.Observe(float64(len(b.Events)))
 	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n {
 		// Every request in flight waits for this batch, so nothing could
 		// be pipelined behind it: append here, saving the two goroutine
@@ -362,6 +366,7 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 			keep = append(keep, w)
 		}
 	}
+	x.reg.metrics.batchRequests.Observe(float64(len(x.waiters) - len(keep)))
 	clear(x.waiters[len(keep):])
 	x.waiters = keep
 	x.maybeAppend(ctx)
@@ -433,9 +438,12 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 	if x.snapSeq > 0 {
 		size = int(uint64(x.snapSize)*st.Seq/x.snapSeq) + x.snapSize/8
 	}
+	m := x.reg.metrics
 	x.reg.workers.Go(func() {
+		start := time.Now()
 		state := engine.AppendState(make([]byte, 0, size), st)
 		err := store.SaveSnapshot(agentID, st.Seq, state)
+		m.snapshot.Observe(since(start))
 		x.io.Done()
 		root.Send(self, &snapshotted{seq: st.Seq, size: len(state), err: err})
 	})
@@ -445,6 +453,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 	x.snapping = false
 	if m.err != nil {
 		// The log still holds every event; the next snapshot retries.
+		x.reg.metrics.snapshotFailed.Inc()
 		x.reg.cfg.Logger.Warn("agent snapshot failed", "agent", x.agentID, "err", m.err)
 		return
 	}
@@ -465,10 +474,14 @@ func (x *agentActor) onIdle(ctx actor.Context) {
 		return
 	}
 	if x.agent != nil && x.agent.LastSeq() > x.snapSeq && x.agent.LastSeq() == x.durable {
+		start := time.Now()
 		st := x.agent.Snapshot()
 		if err := x.reg.store.SaveSnapshot(x.agentID, st.Seq, engine.AppendState(nil, st)); err == nil {
 			x.snapSeq = st.Seq
+		} else {
+			x.reg.metrics.snapshotFailed.Inc()
 		}
+		x.reg.metrics.snapshot.Observe(since(start))
 	}
 	if x.reg.passivate(x.agentID, x.entry) {
 		ctx.Stop(ctx.Self())

@@ -110,6 +110,8 @@ type Registry struct {
 	// CPU was reading them from Pebble).
 	fixed *fixed.Cache[[]byte]
 
+	metrics *metrics
+
 	randMu  sync.Mutex
 	seedSeq uint64
 	idRand  *rand.Rand // for agent ids
@@ -144,6 +146,7 @@ func New(cfg Config) *Registry {
 		r.shards[i].agents = map[string]*entry{}
 	}
 	r.idRand = r.newRand()
+	r.metrics = newMetrics(r)
 	return r
 }
 
@@ -233,8 +236,10 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 			actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
 		e.pid = r.system.Root.Spawn(props)
 		sh.agents[agentID] = e
+		r.metrics.spawned.Inc()
 	}
 	if e.inflight.Load() >= int64(r.cfg.MailboxLimit) {
+		r.metrics.overloaded.Inc()
 		return nil, fmt.Errorf("agent %s: %w", agentID, ErrOverloaded)
 	}
 	e.inflight.Add(1)
@@ -251,6 +256,7 @@ func (r *Registry) passivate(agentID string, e *entry) bool {
 		return false
 	}
 	delete(sh.agents, agentID)
+	r.metrics.passivated.Inc()
 	return true
 }
 
@@ -266,13 +272,7 @@ func (r *Registry) forget(agentID string, e *entry) {
 
 // Live is the number of agent actors in memory.
 func (r *Registry) Live() int {
-	n := 0
-	for i := range r.shards {
-		sh := &r.shards[i]
-		sh.mu.Lock()
-		n += len(sh.agents)
-		sh.mu.Unlock()
-	}
+	n, _ := r.census()
 	return n
 }
 
