@@ -51,7 +51,7 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	if err := addKVs(batch, kvs); err != nil {
 		return err
 	}
-	if err := s.commit(batch); err != nil {
+	if err := s.commit(commitDirectory, batch); err != nil {
 		return fmt.Errorf("put: %w", err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func (s *Store) DeleteRange(start, end []byte) error {
 	if err := batch.DeleteRange(dirKey(start), dirKey(end), nil); err != nil {
 		return err
 	}
-	if err := s.commit(batch); err != nil {
+	if err := s.commit(commitDirectory, batch); err != nil {
 		return fmt.Errorf("delete range: %w", err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -36,6 +37,8 @@ type Store struct {
 	// snapshot seq and its write are atomic. Appends never take it.
 	snapMu   [64]sync.Mutex
 	snapSeed maphash.Seed
+
+	metrics *metrics
 }
 
 var _ persist.Store = (*Store)(nil)
@@ -63,7 +66,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		c.close()
 		return nil, err
 	}
-	return &Store{db: db, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed()}, nil
+	return &Store{db: db, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed(),
+		metrics: newMetrics()}, nil
 }
 
 // commit commits b synced. It refuses the write while the disk is full or
@@ -72,7 +76,7 @@ func Open(dir string, opts Options) (*Store, error) {
 // can take no further commits. That panic is caught here and becomes the
 // error of this write and of every later one, so the process and its reads
 // live on, and no caller is told a failed write succeeded.
-func (s *Store) commit(b *pebble.Batch) (err error) {
+func (s *Store) commit(kind commitKind, b *pebble.Batch) (err error) {
 	if f := s.failed.Load(); f != nil {
 		return *f
 	}
@@ -87,7 +91,10 @@ func (s *Store) commit(b *pebble.Batch) (err error) {
 			}
 		}
 	}()
-	return storageError(b.Commit(pebble.Sync))
+	start := time.Now()
+	err = storageError(b.Commit(pebble.Sync))
+	s.metrics.observe(kind, b.Len(), time.Since(start))
+	return err
 }
 
 // Condition implements persist.Store.
@@ -152,7 +159,7 @@ func (s *Store) Append(b persist.Batch) error {
 	if err := addKVs(batch, b.Index); err != nil {
 		return err
 	}
-	if err := s.commit(batch); err != nil {
+	if err := s.commit(commitAppend, batch); err != nil {
 		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
 	}
 	return nil
@@ -195,7 +202,7 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	if err := batch.DeleteRange(eventPrefix(agent), end, nil); err != nil {
 		return err
 	}
-	if err := s.commit(batch); err != nil {
+	if err := s.commit(commitSnapshot, batch); err != nil {
 		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
 	}
 	return nil
