@@ -3,17 +3,27 @@ package server
 import (
 	"net/http"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/plaudit/plaudit/persist"
 )
 
-// metricsHandler serves the server's metrics in Prometheus text format,
-// from a registry of its own (no global state). Gauges are read when
-// scraped.
-func metricsHandler(storage func() persist.Condition) http.Handler {
+// metricsRegistry gathers the server's metrics in a registry of its own
+// (no global state): the requests of both doors (the service's), the agent
+// actors', the store's and Pebble's, the embedded NATS server's, the
+// storage gauges, and the Go runtime's and the process's. Everything not
+// counted as it happens is read when scraped.
+func (s *Server) metricsRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.service.Collector(), s.registry.Collector(), s.store.Collector(),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.nats != nil {
+		reg.MustRegister(natsCollector{s.nats})
+	}
+	storage := s.store.Condition
 	gauge := func(name, help string, value func(persist.Condition) float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return value(storage()) }))
@@ -26,6 +36,10 @@ func metricsHandler(storage func() persist.Condition) http.Handler {
 		func(c persist.Condition) float64 { return float64(c.FreeBytes) })
 	gauge("plaudit_storage_min_free_bytes", "Free space below which writes are refused.",
 		func(c persist.Condition) float64 { return float64(c.MinFreeBytes) })
+	return reg
+}
+
+func metricsHandler(reg *prometheus.Registry) http.Handler {
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
@@ -34,4 +48,52 @@ func boolGauge(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// natsCollector reads the embedded nats-server's varz when scraped.
+type natsCollector struct{ ns *natsserver.Server }
+
+func natsDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("plaudit_nats_"+name, help, nil, nil)
+}
+
+var (
+	descNATSConns    = natsDesc("connections", "Client connections open to the embedded NATS server.")
+	descNATSConnsAll = natsDesc("connections_total", "Client connections the embedded NATS server has accepted.")
+	descNATSSubs     = natsDesc("subscriptions", "Subscriptions on the embedded NATS server.")
+	descNATSInMsgs   = natsDesc("in_msgs_total", "Messages the embedded NATS server received.")
+	descNATSOutMsgs  = natsDesc("out_msgs_total", "Messages the embedded NATS server sent.")
+	descNATSInBytes  = natsDesc("in_bytes_total", "Bytes the embedded NATS server received.")
+	descNATSOutBytes = natsDesc("out_bytes_total", "Bytes the embedded NATS server sent.")
+	descNATSSlow     = natsDesc("slow_consumers_total", "Clients the embedded NATS server disconnected as slow consumers.")
+	descNATSStale    = natsDesc("stale_connections_total", "Connections the embedded NATS server found stale.")
+	natsDescs        = []*prometheus.Desc{descNATSConns, descNATSConnsAll, descNATSSubs, descNATSInMsgs, descNATSOutMsgs, descNATSInBytes, descNATSOutBytes, descNATSSlow, descNATSStale}
+)
+
+func (c natsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range natsDescs {
+		ch <- d
+	}
+}
+
+func (c natsCollector) Collect(ch chan<- prometheus.Metric) {
+	v, err := c.ns.Varz(nil)
+	if err != nil {
+		return
+	}
+	counter := func(d *prometheus.Desc, x float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, x)
+	}
+	gauge := func(d *prometheus.Desc, x float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, x)
+	}
+	gauge(descNATSConns, float64(v.Connections))
+	counter(descNATSConnsAll, float64(v.TotalConnections))
+	gauge(descNATSSubs, float64(v.Subscriptions))
+	counter(descNATSInMsgs, float64(v.InMsgs))
+	counter(descNATSOutMsgs, float64(v.OutMsgs))
+	counter(descNATSInBytes, float64(v.InBytes))
+	counter(descNATSOutBytes, float64(v.OutBytes))
+	counter(descNATSSlow, float64(v.SlowConsumers))
+	counter(descNATSStale, float64(v.StaleConnections))
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -58,7 +59,15 @@ type Config struct {
 	MailboxLimit     int
 	DurableSelect    bool // run creation waits for its fsync too
 
-	Logger  *slog.Logger
+	Logger *slog.Logger
+	// AccessLog logs one INFO line per answered request, on both doors:
+	// request id, workspace, door, operation, status and duration.
+	AccessLog bool
+	// MetricsAddr serves GET /metrics on a listener of its own (e.g.
+	// "127.0.0.1:9090"), and not on the HTTP door; empty serves it on the
+	// HTTP door, unauthenticated like /healthz.
+	MetricsAddr string
+
 	Now     func() time.Time
 	Version string // reported by the NATS service's $SRV.INFO
 
@@ -81,6 +90,10 @@ type Server struct {
 	natsDoor *natsdoor.Door
 	httpLn   net.Listener
 	httpDone chan error
+	// metricsSrv serves /metrics on Config.MetricsAddr; nil without one.
+	metricsSrv  *http.Server
+	metricsLn   net.Listener
+	metricsDone chan error
 
 	// AdminKey is the admin key made at first start when none was given;
 	// empty otherwise. It is shown once.
@@ -128,7 +141,8 @@ func (s *Server) start() (err error) {
 		return err
 	}
 	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
-		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition},
+		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition,
+		AccessLog: cfg.AccessLog},
 		s.registry, s.tenancy, s.store)
 	if err != nil {
 		return err
@@ -141,8 +155,16 @@ func (s *Server) start() (err error) {
 	if err != nil {
 		return err
 	}
+	metrics := metricsHandler(s.metricsRegistry())
+	doorMetrics := metrics
+	if cfg.MetricsAddr != "" {
+		doorMetrics = nil
+		if err = s.serveMetrics(cfg.MetricsAddr, metrics); err != nil {
+			return err
+		}
+	}
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
-		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: metricsHandler(s.store.Condition)}, s.service)
+		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
@@ -252,6 +274,30 @@ func redact(raw string) string {
 	return u.String()
 }
 
+// serveMetrics serves GET /metrics on a listener of its own at addr.
+func (s *Server) serveMetrics(addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	s.metricsLn, s.metricsDone = ln, make(chan error, 1)
+	s.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() { s.metricsDone <- s.metricsSrv.Serve(ln) }()
+	return nil
+}
+
+// MetricsAddr is the address /metrics is served on with Config.MetricsAddr
+// set; empty otherwise (it is then on the HTTP door).
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
+
 // HTTPAddr is the address the HTTP door listens on.
 func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
 
@@ -283,6 +329,11 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeAll() error {
+	if s.metricsSrv != nil {
+		_ = s.metricsSrv.Close()
+		<-s.metricsDone
+		s.metricsSrv = nil
+	}
 	if s.natsDoor != nil {
 		_ = s.natsDoor.Stop()
 		s.natsDoor = nil

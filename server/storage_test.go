@@ -181,6 +181,10 @@ func TestCorruptAgentIsFencedAndNamed(t *testing.T) {
 			!strings.Contains(msg, "agent "+agents[0]) || !strings.Contains(msg, "on-disk corruption in "+table) {
 			t.Fatalf("read of the damaged agent = %d %s", r.status, r.body)
 		}
+		// The 5xx's log line names its request id, as the client got it.
+		if n := log.Count("ERROR request failed request_id=" + r.header.Get("X-Request-Id") + " "); n != 1 {
+			t.Fatalf("the 500 %s is in %d log lines, want 1:\n%s", r.header.Get("X-Request-Id"), n, log)
+		}
 	}
 	if n := log.Count("agent recovery failed"); n != 1 {
 		t.Fatalf("recovery failure logged %d times, want once:\n%s", n, log)
