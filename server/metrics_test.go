@@ -81,7 +81,9 @@ func hasLabels(s *dto.Metric, want []string) bool {
 // the latency histogram under their door and operation; the store, the
 // actors, Pebble and the embedded NATS server report their work.
 func TestMetricsCountBothDoors(t *testing.T) {
-	s := startServer(t, Config{SnapshotEvery: 1, IdleTimeout: 300 * time.Millisecond})
+	// IdleTimeout is long enough that the agent stays live until the first
+	// checks, short enough to wait for its passivation.
+	s := startServer(t, Config{SnapshotEvery: 1, IdleTimeout: 2 * time.Second})
 	base := "http://" + s.HTTPAddr()
 	c := newClient(t, s, adminKey)
 	before := scrape(t, base)
