@@ -1,0 +1,95 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// The NATS door's error headers (nats.go micro's ErrorCodeHeader and
+// ErrorHeader).
+const (
+	natsErrorCode = "Nats-Service-Error-Code"
+	natsError     = "Nats-Service-Error"
+)
+
+// NewNATS returns a client of the NATS door over nc, a connection that
+// authenticated with a Plaudit API key as its token (nats.Token(key)):
+// the connection's key authenticates every request. The caller keeps
+// owning nc; Close leaves it open.
+func NewNATS(nc *nats.Conn, opts ...Option) *Client {
+	o := defaults()
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Client{door: &natsDoor{nc: nc, ws: o.workspace, auth: o.natsAuth}, opts: o}
+}
+
+// DialNATS connects to the NATS server at url with key as the token and
+// returns a client of the NATS door that owns the connection (Close closes
+// it). nats.go reconnects by itself; a request whose reply a reconnect
+// lost is retried after AttemptTimeout.
+func DialNATS(url, key string, opts ...Option) (*Client, error) {
+	nc, err := nats.Connect(url, nats.Token(key), nats.Name("plaudit-client"), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("plaudit client: connect %s: %w", url, err)
+	}
+	c := NewNATS(nc, opts...)
+	c.door.(*natsDoor).owned = true
+	return c, nil
+}
+
+// NATSAuthorization makes a NATS client send key in an Authorization
+// header on every request: it must be a key of the connection's workspace,
+// and the request then acts as that key rather than the connection's.
+func NATSAuthorization(key string) Option {
+	return func(o *options) { o.natsAuth = "Bearer " + key }
+}
+
+type natsDoor struct {
+	nc    *nats.Conn
+	ws    string
+	auth  string
+	owned bool
+}
+
+func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) (answer, error) {
+	if cl.op == "" {
+		return answer{}, fmt.Errorf("%s: %w", cl.describe(), ErrUnsupported)
+	}
+	msg := nats.NewMsg("plaudit.v1." + d.ws + "." + cl.agent + "." + cl.op)
+	msg.Data = cl.natsBody(body)
+	if key != "" {
+		msg.Header.Set("Idempotency-Key", key)
+	}
+	if cl.wait > 0 {
+		msg.Header.Set("Prefer", "wait="+strconv.Itoa(int(cl.wait/time.Second)))
+	}
+	if d.auth != "" {
+		msg.Header.Set("Authorization", d.auth)
+	}
+	rep, err := d.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return answer{}, err
+	}
+	a := answer{status: 200, body: rep.Data, requestID: rep.Header.Get("X-Request-Id"),
+		retryAfter: retryAfter(rep.Header.Get("Retry-After"))}
+	if code := rep.Header.Get(natsErrorCode); code != "" {
+		n, err := strconv.Atoi(code)
+		if err != nil {
+			return answer{}, fmt.Errorf("reply with %s %q", natsErrorCode, code)
+		}
+		a.status, a.message = n, rep.Header.Get(natsError)
+	}
+	return a, nil
+}
+
+func (d *natsDoor) close() error {
+	if d.owned {
+		d.nc.Close()
+	}
+	return nil
+}
