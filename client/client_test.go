@@ -1,0 +1,277 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/plaudit/plaudit/client"
+	"github.com/plaudit/plaudit/server"
+)
+
+const adminKey = "pl_test_admin_key_0123456789abcdef"
+
+// startServer starts a Plaudit on loopback ports, closed when the test ends.
+func startServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	cfg.HTTPAddr, cfg.NATSListen, cfg.BootstrapKey = "127.0.0.1:0", "127.0.0.1:0", adminKey
+	s, err := server.Start(cfg)
+	if err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// door opens a client of one door of s.
+type door struct {
+	name string
+	open func(t *testing.T, s *server.Server, opts ...client.Option) *client.Client
+}
+
+var doors = []door{
+	{"http", func(t *testing.T, s *server.Server, opts ...client.Option) *client.Client {
+		c := client.NewHTTP("http://"+s.HTTPAddr(), adminKey, opts...)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}},
+	{"nats", func(t *testing.T, s *server.Server, opts ...client.Option) *client.Client {
+		c, err := client.DialNATS(s.NATSURL(), adminKey, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}},
+}
+
+// setup makes an agent with one variation, over HTTP.
+func setup(t *testing.T, s *server.Server) (h *client.Client, agent, variation string) {
+	t.Helper()
+	ctx := context.Background()
+	h = client.NewHTTP("http://"+s.HTTPAddr(), adminKey)
+	t.Cleanup(func() { _ = h.Close() })
+	a, err := h.CreateAgent(ctx, client.AgentRequest{Name: "support"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ ID string }
+	if err := h.Do(ctx, "POST", "/api/v1/agents/"+a.ID+"/variations", map[string]any{"name": "concise"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	return h, a.ID, v.ID
+}
+
+// signalCount is how many signals were posted to run.
+func signalCount(t *testing.T, h *client.Client, agent, run string) int {
+	t.Helper()
+	var list struct{ Items []client.Signal }
+	if err := h.Do(context.Background(), "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", nil, &list); err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+// TestHotOperations runs every typed operation on each door against a real
+// server and checks the answers' shapes.
+func TestHotOperations(t *testing.T) {
+	s := startServer(t, server.Config{})
+	ctx := context.Background()
+	task := map[string]any{"id": "acme/refund", "prompt": "Answer.", "rubric": map[string]any{"criteria": []any{
+		map[string]any{"id": "refund", "must": true, "check": map[string]any{"type": "contains", "value": "refund"}}}}}
+	for _, d := range doors {
+		t.Run(d.name, func(t *testing.T) {
+			h, agent, variation := setup(t, s)
+			if err := h.Do(ctx, "POST", "/v1/tasks", task, nil); err != nil {
+				t.Fatal(err)
+			}
+			c := d.open(t, s)
+
+			run, err := c.Select(ctx, agent, client.SelectRequest{Version: "3", SessionID: "chat-7", Labels: map[string]string{"door": d.name}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.AgentID != agent || run.Status != "running" || run.Version != "3" || run.SessionID != "chat-7" ||
+				run.Variation == nil || run.Variation.ID != variation || run.VariationID != variation || run.Labels["door"] != d.name || run.RequestID == "" {
+				t.Fatalf("Select = %+v", run)
+			}
+
+			sig, err := c.Signal(ctx, agent, client.SignalRequest{Kind: "human.rating", Value: 0.8, RunID: run.ID, DedupKey: "m1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sig.Kind != "human.rating" || sig.Value != 0.8 || len(sig.RunIDs) != 1 || sig.RunIDs[0] != run.ID || sig.Duplicate || sig.DedupKey != "m1" {
+				t.Fatalf("Signal = %+v", sig)
+			}
+			dup, err := c.Signal(ctx, agent, client.SignalRequest{Kind: "human.rating", Value: 0.8, RunID: run.ID, DedupKey: "m1"})
+			if err != nil || !dup.Duplicate || dup.ID != sig.ID {
+				t.Fatalf("Signal again with its dedup key = %+v, %v; want the first, as a duplicate", dup, err)
+			}
+
+			score := 1.0
+			fb, err := c.Feedback(ctx, agent, run.ID, client.FeedbackRequest{Data: client.FeedbackData{Score: &score, Comment: "good"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fb.Data.Score == nil || *fb.Data.Score != 1 || fb.Data.Comment != "good" || fb.Metadata.WorkspaceID != "default" || len(fb.Info.SubmittedBy) == 0 {
+				t.Fatalf("Feedback = %+v", fb)
+			}
+
+			fin, err := c.Finish(ctx, agent, run.ID, client.FinishRequest{Succeeded: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fin.ID != run.ID || fin.Status != "succeeded" || fin.FinishedAt == nil {
+				t.Fatalf("Finish = %+v", fin)
+			}
+
+			rw, err := c.Reward(ctx, agent, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rw.RunID != run.ID || rw.Status != "scored" || rw.Value == nil || *rw.Value != 0.8 || rw.MaturesAt == nil || len(rw.Terms) != 2 || len(rw.Guards) != 1 {
+				t.Fatalf("Reward = %+v", rw)
+			}
+			if rw0, err := c.RewardAt(ctx, agent, run.ID, 0); err != nil || rw0.ObjectiveVersion != 0 {
+				t.Fatalf("RewardAt 0 = %+v, %v", rw0, err)
+			}
+
+			jr, err := c.JudgedReward(ctx, client.JudgedRewardRequest{Task: client.TaskRef{ID: "acme/refund"}, Answer: "A refund, via " + d.name, EpisodeID: run.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jr.Object != "reward" || jr.Status != "scored" || jr.Scores == nil || jr.Scores.Reward != 1 || jr.EpisodeID != run.ID || jr.Task.Version == "" {
+				t.Fatalf("JudgedReward = %+v", jr)
+			}
+
+			v := 0.5
+			rep, err := c.Report(ctx, run.ID, client.ReportRequest{Scorer: "ci.tests", Value: &v, Detail: map[string]any{"suite": "unit"}})
+			switch d.name {
+			case "http":
+				if err != nil || rep.JobID != run.ID || rep.Kind != "external" || rep.Scorer != "ci.tests" || *rep.Value != 0.5 || string(rep.DetailJSON) != `{"suite":"unit"}` {
+					t.Fatalf("Report = %+v, %v", rep, err)
+				}
+				got, err := c.GetJudgedReward(ctx, jr.ID, 0)
+				if err != nil || got.ID != jr.ID || got.Status != "scored" {
+					t.Fatalf("GetJudgedReward = %+v, %v", got, err)
+				}
+			case "nats":
+				if !errors.Is(err, client.ErrUnsupported) {
+					t.Fatalf("Report over NATS: %v, want ErrUnsupported", err)
+				}
+			}
+		})
+	}
+}
+
+// TestErrorsDecoded checks that each door's error answers decode into the
+// same *Error: status, code (or the seed-004 gRPC code), field path and
+// request id.
+func TestErrorsDecoded(t *testing.T) {
+	s := startServer(t, server.Config{})
+	ctx := context.Background()
+	for _, d := range doors {
+		t.Run(d.name, func(t *testing.T) {
+			_, agent, _ := setup(t, s)
+			c := d.open(t, s)
+			run, err := c.Select(ctx, agent, client.SelectRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			score := 2.0
+			// Feedback over HTTP answers in seed 004's google.rpc.Status shape.
+			feedbackCode, feedbackGRPC := "invalid_request", 0
+			if d.name == "http" {
+				feedbackCode, feedbackGRPC = "", 3
+			}
+			tests := []struct {
+				name   string
+				call   func() error
+				status int
+				code   string
+				grpc   int
+				field  string
+			}{
+				{"invalid kind", func() error {
+					_, err := c.Signal(ctx, agent, client.SignalRequest{Kind: "human rating", Value: 1, RunID: run.ID})
+					return err
+				}, 400, "invalid_request", 0, "kind"},
+				{"score out of range", func() error {
+					_, err := c.Feedback(ctx, agent, run.ID, client.FeedbackRequest{Data: client.FeedbackData{Score: &score}})
+					return err
+				}, 400, feedbackCode, feedbackGRPC, "data.score"},
+				{"unknown run", func() error {
+					_, err := c.Reward(ctx, agent, "run_01JAAAAAAAAAAAAAAAAAAAAAAA")
+					return err
+				}, 404, "not_found", 0, ""},
+				{"key reused with another body", func() error {
+					if _, err := c.Signal(ctx, agent, client.SignalRequest{Kind: "k", Value: 1, RunID: run.ID, IdempotencyKey: "reuse-" + d.name}); err != nil {
+						return err
+					}
+					_, err := c.Signal(ctx, agent, client.SignalRequest{Kind: "k", Value: 2, RunID: run.ID, IdempotencyKey: "reuse-" + d.name})
+					return err
+				}, 409, "idempotency_key_reused", 0, ""},
+				{"bad Idempotency-Key", func() error {
+					_, err := c.Finish(ctx, agent, run.ID, client.FinishRequest{Succeeded: true, IdempotencyKey: "has space"})
+					return err
+				}, 400, "invalid_request", 0, "Idempotency-Key"},
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					err := tc.call()
+					var e *client.Error
+					if !errors.As(err, &e) {
+						t.Fatalf("err = %v, want a *client.Error", err)
+					}
+					if e.Status != tc.status || e.Code != tc.code || e.GRPCCode != tc.grpc || e.Field != tc.field || e.RequestID == "" || e.Message == "" {
+						t.Fatalf("err = %#v, want status %d code %q grpc %d field %q and a request id", e, tc.status, tc.code, tc.grpc, tc.field)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestNATSAuthorizationHeader: a request's Authorization header is checked
+// on NATS; a key the server does not know is 401.
+func TestNATSAuthorizationHeader(t *testing.T) {
+	s := startServer(t, server.Config{})
+	_, agent, _ := setup(t, s)
+	nc, err := nats.Connect(s.NATSURL(), nats.Token(adminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := client.NewNATS(nc, client.NATSAuthorization("pl_not_a_key"))
+	_, err = c.Select(context.Background(), agent, client.SelectRequest{})
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Code != "unauthenticated" {
+		t.Fatalf("err = %v, want 401 unauthenticated", err)
+	}
+	if _, err := client.NewNATS(nc).Select(context.Background(), agent, client.SelectRequest{}); err != nil {
+		t.Fatalf("Close of a NewNATS client must leave the caller's connection open: %v", err)
+	}
+}
+
+// TestDeadlineWithoutServer: a call to a door nobody answers gives up by
+// its context's deadline, with the transport error.
+func TestDeadlineWithoutServer(t *testing.T) {
+	c := client.NewHTTP("http://127.0.0.1:1", adminKey, client.Backoff(10*time.Millisecond, 50*time.Millisecond), client.MaxAttempts(1000))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Signal(ctx, "agt_x", client.SignalRequest{Kind: "k", Value: 1, RunID: "run_x"})
+	if err == nil || errors.As(err, new(*client.Error)) {
+		t.Fatalf("err = %v, want a transport error", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("gave up after %v, past the 300ms deadline", took)
+	}
+}
