@@ -22,6 +22,7 @@ type Client struct {
 // door is one transport: it sends one attempt of a call and returns the
 // answer, or the error that kept it from arriving.
 type door interface {
+	serves(c *call) bool
 	send(ctx context.Context, c *call, body []byte, key string) (answer, error)
 	close() error
 }
@@ -136,6 +137,9 @@ func (c *Client) Close() error { return c.door.close() }
 // Idempotency-Key, the caller's or a generated one, on every attempt, so
 // however many attempts reach the server it is written once.
 func (c *Client) do(ctx context.Context, cl *call) error {
+	if !c.door.serves(cl) {
+		return fmt.Errorf("%s: %w", cl.describe(), ErrUnsupported)
+	}
 	var body []byte
 	if cl.in != nil {
 		b, err := json.Marshal(cl.in)

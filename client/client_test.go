@@ -92,7 +92,9 @@ func TestHotOperations(t *testing.T) {
 			if err := h.Do(ctx, "POST", "/v1/tasks", task, nil); err != nil {
 				t.Fatal(err)
 			}
-			c := d.open(t, s)
+			// A healthy server needs no retry, and an operation the door
+			// does not serve is refused without one.
+			c := d.open(t, s, client.OnRetry(func(r client.Retry) { t.Errorf("retry on a healthy server: %+v", r) }))
 
 			run, err := c.Select(ctx, agent, client.SelectRequest{Version: "3", SessionID: "chat-7", Labels: map[string]string{"door": d.name}})
 			if err != nil {

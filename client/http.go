@@ -36,6 +36,8 @@ type httpDoor struct {
 	owned     bool
 }
 
+func (d *httpDoor) serves(*call) bool { return true }
+
 func (d *httpDoor) send(ctx context.Context, cl *call, body []byte, key string) (answer, error) {
 	u := d.base + cl.path
 	if len(cl.query) > 0 {

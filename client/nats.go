@@ -56,10 +56,9 @@ type natsDoor struct {
 	owned bool
 }
 
+func (d *natsDoor) serves(cl *call) bool { return cl.op != "" }
+
 func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) (answer, error) {
-	if cl.op == "" {
-		return answer{}, fmt.Errorf("%s: %w", cl.describe(), ErrUnsupported)
-	}
 	msg := nats.NewMsg("plaudit.v1." + d.ws + "." + cl.agent + "." + cl.op)
 	msg.Data = cl.natsBody(body)
 	if key != "" {
