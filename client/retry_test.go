@@ -1,16 +1,19 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/nats-io/nats.go"
 
 	"github.com/plaudit/plaudit/client"
 	"github.com/plaudit/plaudit/persist/faultfs"
@@ -262,5 +265,98 @@ func TestFullDiskRetried(t *testing.T) {
 				t.Fatalf("the run has %d signals after the replay, want %d", n, filled+1)
 			}
 		})
+	}
+}
+
+// TestLostNATSReplyRetried: the connection breaks as the reply to the
+// first request arrives, after the server acted. The attempt times out,
+// nats.go reconnects, and the retry under the same Idempotency-Key gets
+// the first answer replayed: the run is created once.
+func TestLostNATSReplyRetried(t *testing.T) {
+	s := startServer(t, server.Config{})
+	h, agent, _ := setup(t, s)
+	p := newLossyNATSProxy(t, strings.TrimPrefix(s.NATSURL(), "nats://"))
+	nc, err := nats.Connect("nats://"+p.ln, nats.Token(adminKey), nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var retries []client.Retry
+	c := client.NewNATS(nc, client.AttemptTimeout(500*time.Millisecond), client.OnRetry(func(r client.Retry) { retries = append(retries, r) }))
+	run, err := c.Select(context.Background(), agent, client.SelectRequest{Version: "natslost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(retries) != 1 || !errors.Is(retries[0].Err, context.DeadlineExceeded) {
+		t.Fatalf("retries %+v, want one after the attempt timed out", retries)
+	}
+	p.mu.Lock()
+	keys, firstID := p.keys, p.firstID
+	p.mu.Unlock()
+	if len(keys) != 2 || keys[0] != keys[1] || keys[0] != retries[0].IdempotencyKey {
+		t.Fatalf("attempts carried Idempotency-Keys %q, want one key twice", keys)
+	}
+	if firstID == "" || run.RequestID != firstID {
+		t.Fatalf("answer's request id %q, want the lost reply's %q (a replay)", run.RequestID, firstID)
+	}
+	var sum struct{ Runs int }
+	if err := h.Do(context.Background(), "GET", "/api/v1/agents/"+agent+"/versions/natslost/rewards", nil, &sum); err != nil || sum.Runs != 1 {
+		t.Fatalf("version natslost has %d runs (%v), want 1", sum.Runs, err)
+	}
+}
+
+// newLossyNATSProxy is a TCP proxy in front of a NATS server that breaks
+// its first connection when the first reply (an HMSG to an _INBOX) comes
+// from the server, before passing it on. It records the Idempotency-Keys
+// of the requests it passes and the request id of the reply it lost.
+func newLossyNATSProxy(t *testing.T, target string) *lossyProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	p := &lossyProxy{ln: ln.Addr().String(), target: target}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns++
+			first := p.conns == 1
+			p.mu.Unlock()
+			go p.serveNATS(conn, first)
+		}
+	}()
+	return p
+}
+
+func (p *lossyProxy) serveNATS(client net.Conn, lose bool) {
+	defer client.Close()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer server.Close()
+	go func() { _, _ = io.Copy(server, &recorder{r: client, p: p}) }()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := server.Read(buf)
+		if err != nil {
+			return
+		}
+		chunk := buf[:n]
+		if lose && bytes.Contains(chunk, []byte("HMSG _INBOX.")) {
+			if m := idHeader.FindSubmatch(chunk); m != nil {
+				p.mu.Lock()
+				p.firstID = string(m[1])
+				p.mu.Unlock()
+			}
+			return
+		}
+		if _, err := client.Write(chunk); err != nil {
+			return
+		}
 	}
 }
