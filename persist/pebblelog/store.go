@@ -26,6 +26,8 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 	db     *pebble.DB
+	dir    string
+	fs     vfs.FS // the unwrapped file system
 	codec  *codec
 	space  *space
 	logger *slog.Logger
@@ -39,6 +41,8 @@ type Store struct {
 	snapSeed maphash.Seed
 
 	metrics *metrics
+
+	checkpoints atomic.Uint64 // names Checkpoint's directories
 }
 
 var _ persist.Store = (*Store)(nil)
@@ -54,11 +58,16 @@ func Open(dir string, opts Options) (*Store, error) {
 		c.close()
 		return nil, fmt.Errorf("pebblelog: %w", err)
 	}
+	if err := removeCheckpoints(opts.FS, dir); err != nil {
+		c.close()
+		return nil, err
+	}
 	sp, err := newSpace(opts.FS, dir, opts, opts.Logger)
 	if err != nil {
 		c.close()
 		return nil, err
 	}
+	fs := opts.FS
 	opts.FS = vfs.OnDiskFull(opts.FS, sp.onDiskFull)
 	db, err := openDB(dir, opts)
 	if err != nil {
@@ -66,7 +75,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		c.close()
 		return nil, err
 	}
-	return &Store{db: db, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed(),
+	return &Store{db: db, dir: dir, fs: fs, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed(),
 		metrics: newMetrics()}, nil
 }
 

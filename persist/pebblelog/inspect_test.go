@@ -1,0 +1,267 @@
+package pebblelog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/persisttest"
+)
+
+// filledStore writes directory entries, two agents' events and a snapshot
+// of one of them (covering events 1–40).
+func filledStore(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{BallastSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := s.Put(persist.KV{Key: fmt.Appendf(nil, "run/r%02d", i), Value: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(persist.KV{Key: []byte("agent/default/a"), Value: []byte("info")}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "a", 1, 50)
+	appendN(t, s, "b", 1, 30)
+	if err := s.SaveSnapshot("a", 40, []byte("state of a at 40")); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestInspectReportsAgentsAndDirectory(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flushed=%v", flush), func(t *testing.T) {
+			dir := t.TempDir()
+			s := filledStore(t, dir)
+			if flush {
+				if err := s.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var decoded int
+			r, err := Inspect(dir, InspectOptions{CheckEvent: func([]byte) error { decoded++; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Err(); err != nil {
+				t.Fatalf("healthy store: %v", err)
+			}
+			if len(r.Agents) != 2 {
+				t.Fatalf("agents = %+v", r.Agents)
+			}
+			a, b := r.Agents[0], r.Agents[1]
+			if a.ID != "a" || a.Events != 10 || a.FirstSeq != 41 || a.LastSeq != 50 || a.HighWater != 50 ||
+				a.SnapshotSeq != 40 || a.StateBytes != int64(len("state of a at 40")) || a.SnapshotBytes == 0 {
+				t.Fatalf("agent a = %+v", a)
+			}
+			if b.ID != "b" || b.Events != 30 || b.FirstSeq != 1 || b.LastSeq != 30 || b.SnapshotSeq != 0 {
+				t.Fatalf("agent b = %+v", b)
+			}
+			if decoded != 40 {
+				t.Fatalf("CheckEvent saw %d events, want 40", decoded)
+			}
+			want := []DirGroup{{Prefix: "agent", Entries: 1}, {Prefix: "run", Entries: 20}}
+			if len(r.Directory) != 2 || r.Directory[0].Prefix != want[0].Prefix || r.Directory[0].Entries != 1 ||
+				r.Directory[1].Prefix != want[1].Prefix || r.Directory[1].Entries != 20 {
+				t.Fatalf("directory = %+v, want %+v", r.Directory, want)
+			}
+			tables := 0
+			for _, f := range r.Files {
+				if f.Kind == "table" {
+					tables++
+				}
+			}
+			if flush && tables == 0 {
+				t.Fatalf("no table listed after a flush: %+v", r.Files)
+			}
+		})
+	}
+}
+
+// TestInspectFindsCorruption: each kind of damage is a problem naming where
+// it is.
+func TestInspectFindsCorruption(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, s *Store)
+		want   Problem
+	}{
+		{"event checksum", func(t *testing.T, s *Store) { rewrite(t, s, eventKey("b", 7), flipLast) },
+			Problem{Agent: "b", Detail: "event 7: checksum mismatch"}},
+		{"record under another key", func(t *testing.T, s *Store) {
+			rewrite(t, s, eventKey("b", 8), func([]byte) []byte {
+				v, closer, err := s.db.Get(eventKey("b", 9))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closer.Close()
+				return append([]byte(nil), v...)
+			})
+		}, Problem{Agent: "b", Detail: "event 8: checksum mismatch"}},
+		{"snapshot checksum", func(t *testing.T, s *Store) { rewrite(t, s, snapshotKey("a"), flipLast) },
+			Problem{Agent: "a", Detail: "snapshot: checksum mismatch"}},
+		{"log behind its high-water mark", func(t *testing.T, s *Store) { setHighWater(t, s, "b", 31) },
+			Problem{Agent: "b", Detail: "the log ends at event 30, but events to 31 were acknowledged"}},
+		{"gap", func(t *testing.T, s *Store) {
+			if err := s.db.Delete(eventKey("b", 12), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, Problem{Agent: "b", Detail: "event 13: gap: expected 12"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := filledStore(t, dir)
+			tt.damage(t, s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Inspect(dir, InspectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Problems) != 1 || r.Problems[0] != tt.want {
+				t.Fatalf("problems = %+v, want [%+v]", r.Problems, tt.want)
+			}
+			if err := r.Err(); !errors.Is(err, persist.ErrCorrupt) {
+				t.Fatalf("Err() = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestInspectCatchesAFlippedTableByte: a byte flipped in a flushed table
+// is a problem naming the table, whatever block it lands in.
+func TestInspectCatchesAFlippedTableByte(t *testing.T) {
+	for _, at := range []func(size int) int{
+		func(int) int { return 100 },                  // the first data block
+		func(size int) int { return size / 2 },        // a data block of the events
+		func(size int) int { return size - 60 - 100 }, // the index and properties, before the footer
+	} {
+		dir := t.TempDir()
+		s := filledStore(t, dir)
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+		if len(tables) != 1 {
+			t.Fatalf("%d tables, want 1", len(tables))
+		}
+		data, err := os.ReadFile(tables[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := at(len(data))
+		data[off] ^= 0xff
+		if err := os.WriteFile(tables[0], data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Inspect(dir, InspectOptions{})
+		if err != nil {
+			// A damaged table can also stop Pebble from opening at all.
+			if !strings.Contains(err.Error(), filepath.Base(tables[0])) {
+				t.Fatalf("byte %d of %d: Inspect = %v, want it to name %s", off, len(data), err, filepath.Base(tables[0]))
+			}
+			continue
+		}
+		t.Logf("byte %d of %d: %v", off, len(data), r.Err())
+		if len(r.Problems) == 0 || r.Problems[0].File != filepath.Base(tables[0]) {
+			t.Fatalf("byte %d of %d: problems = %+v, want the first to name %s", off, len(data), r.Problems, filepath.Base(tables[0]))
+		}
+	}
+}
+
+func TestInspectRefusesAnOpenStore(t *testing.T) {
+	dir := t.TempDir()
+	s := filledStore(t, dir)
+	defer s.Close()
+	if _, err := Inspect(dir, InspectOptions{}); err == nil || !strings.Contains(err.Error(), "is a server running on it?") {
+		t.Fatalf("Inspect of an open store = %v, want a refusal", err)
+	}
+}
+
+// TestCheckpointIsAWholeStore: a checkpoint opens as a store with the same
+// logs, snapshots and directory; it holds no ballast; remove deletes it;
+// and Open deletes what a crash left behind.
+func TestCheckpointIsAWholeStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{BallastSize: 1 << 16, MinFree: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ballastName)); err != nil {
+		t.Fatalf("no ballast to leave out: %v", err)
+	}
+	appendN(t, s, "a", 1, 50)
+	if err := s.SaveSnapshot("a", 40, []byte("state")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	cp, remove, err := s.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(cp) != filepath.Join(dir, CheckpointsDir) {
+		t.Fatalf("checkpoint in %s, want it under %s", cp, filepath.Join(dir, CheckpointsDir))
+	}
+	appendN(t, s, "a", 51, 1) // after the checkpoint: not in it
+	if _, err := os.Stat(filepath.Join(cp, ballastName)); !os.IsNotExist(err) {
+		t.Fatalf("the checkpoint holds the ballast: %v", err)
+	}
+	c, err := Open(cp, Options{BallastSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Load("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SnapshotSeq != 40 || string(r.Snapshot) != "state" || r.LastSeq != 50 {
+		t.Fatalf("checkpoint's agent a: snapshot %d %q, last %d", r.SnapshotSeq, r.Snapshot, r.LastSeq)
+	}
+	persisttest.CheckTail(t, "a", r.Tail, persisttest.Events("a", 41, 10))
+	if v, err := c.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("checkpoint's k = %q, %v", v, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cp); !os.IsNotExist(err) {
+		t.Fatalf("checkpoint not removed: %v", err)
+	}
+
+	// One left behind by a crash is gone at the next Open.
+	if _, _, err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir, Options{BallastSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(filepath.Join(dir, CheckpointsDir)); !os.IsNotExist(err) {
+		t.Fatalf("stale checkpoints kept: %v", err)
+	}
+}
