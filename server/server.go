@@ -7,6 +7,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/backup"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/httpdoor"
@@ -164,7 +166,8 @@ func (s *Server) start() (err error) {
 		}
 	}
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
-		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics}, s.service)
+		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics,
+		Backup: s.backup}, s.service)
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
@@ -296,6 +299,22 @@ func (s *Server) MetricsAddr() string {
 		return ""
 	}
 	return s.metricsLn.Addr().String()
+}
+
+// backup serves the admin backup endpoint: a checkpoint of the store
+// (hard links under <data>/plaudit-checkpoints), streamed and removed.
+func (s *Server) backup() (func(io.Writer) error, error) {
+	started := time.Now()
+	stream, err := backup.Take(s.store, s.cfg.Version, s.cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("backup: %w", err)
+	}
+	s.cfg.Logger.Info("backup started", "component", "backup")
+	return func(w io.Writer) error {
+		err := stream(w)
+		s.cfg.Logger.Info("backup ended", "component", "backup", "took", time.Since(started), "err", err)
+		return err
+	}, nil
 }
 
 // HTTPAddr is the address the HTTP door listens on.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -47,6 +48,11 @@ type Config struct {
 	// Metrics serves GET /metrics (Prometheus text), unauthenticated like
 	// /healthz; nil leaves the path a 404.
 	Metrics http.Handler
+	// Backup serves POST /v1/admin/backup to admin keys (see serveBackup):
+	// called once the key is checked, it makes the copy and returns the
+	// func that writes it as the body (called exactly once), or the error
+	// to answer instead. nil leaves the path a 404.
+	Backup func() (stream func(w io.Writer) error, err error)
 }
 
 // Door is the HTTP door over one service.
@@ -132,6 +138,9 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	case path == "/metrics" && d.metrics != nil && ctx.IsGet():
 		d.metrics(ctx)
+		return
+	case path == backupPath && d.cfg.Backup != nil:
+		d.serveBackup(ctx, req)
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {
