@@ -3,6 +3,9 @@
 //	plaudit serve [flags]   run the server
 //	plaudit bench [flags]   run the benchmark harness, with ratios to raw baselines
 //	                        (BENCHMARKS.md; `plaudit bench -h` lists the flags)
+//	plaudit backup [flags]  copy a running server's (or a stopped) data directory
+//	plaudit restore [flags] make a new data directory from a backup
+//	plaudit inspect [flags] list and verify a stopped data directory
 //	plaudit version         print the version
 package main
 
@@ -31,7 +34,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: plaudit serve|bench|version [flags]")
+		return errors.New("usage: plaudit serve|bench|backup|restore|inspect|version [flags]")
 	}
 	switch args[0] {
 	case "serve":
@@ -40,11 +43,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return benchCmd(args[1:], stdout, stderr)
 	case "bench-hello":
 		return benchHello(args[1:], stderr)
+	case "backup":
+		return backupCmd(args[1:], stdout, stderr)
+	case "restore":
+		return restoreCmd(args[1:], stdout, stderr)
+	case "inspect":
+		return inspectCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "plaudit", version)
 		return nil
 	}
-	return fmt.Errorf("unknown command %q (want serve, bench or version)", args[0])
+	return fmt.Errorf("unknown command %q (want serve, bench, backup, restore, inspect or version)", args[0])
 }
 
 func serve(args []string, stdout, stderr io.Writer) error {
