@@ -14,7 +14,8 @@ import (
 )
 
 // Source is a store that can be copied while it serves:
-// *pebblelog.Store.
+// *pebblelog.Store. Its checkpoint is read from the operating system's
+// file system.
 type Source interface {
 	// Checkpoint makes a consistent copy in a new directory and returns it
 	// and a func that removes it.
