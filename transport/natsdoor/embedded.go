@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,15 +152,91 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 	e.srv, e.svc = s, svc
 	e.mu.Unlock()
 
-	if e.Logger != nil {
-		s.SetLoggerV2(e.Logger, false, false, false)
-	}
+	fatal := &fatalLogger{next: e.Logger}
+	s.SetLoggerV2(fatal, false, false, false)
+	// Start opens the client listener before it returns: one that could
+	// not be opened (the port taken) is reported now, with the listener's
+	// own error, not after ReadyForConnections' wait.
 	s.Start()
+	if s.Addr() == nil {
+		s.Shutdown()
+		return nil, fmt.Errorf("natsdoor: embedded nats on %s: %w", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)),
+			fatal.err())
+	}
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
 		return nil, errors.New("natsdoor: embedded nats not ready after 10s")
 	}
 	return s, nil
+}
+
+// fatalLogger passes the server's log on to next, if any, and keeps its
+// first fatal error: nats-server reports a listener it could not open only
+// there, as Fatalf("Error listening on port: %s, %q", hostport, err).
+type fatalLogger struct {
+	next  server.Logger
+	mu    sync.Mutex
+	fatal error
+}
+
+func (l *fatalLogger) err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fatal == nil {
+		return errors.New("not listening")
+	}
+	return l.fatal
+}
+
+// Fatalf keeps the first error among its arguments (the listener's own,
+// which errors.Is can match to syscall.EADDRINUSE), else the line.
+func (l *fatalLogger) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	if l.fatal == nil {
+		for _, a := range v {
+			if err, ok := a.(error); ok {
+				l.fatal = err
+				break
+			}
+		}
+		if l.fatal == nil {
+			l.fatal = fmt.Errorf(format, v...)
+		}
+	}
+	l.mu.Unlock()
+	if l.next != nil {
+		l.next.Fatalf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Noticef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Noticef(format, v...)
+	}
+}
+
+func (l *fatalLogger) Warnf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Warnf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Errorf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Errorf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Debugf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Debugf(format, v...)
+	}
+}
+
+func (l *fatalLogger) Tracef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Tracef(format, v...)
+	}
 }
 
 // setUpService makes the service account's exports, once: the service

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1061,6 +1062,38 @@ func BenchmarkRequester(b *testing.B) {
 	for b.Loop() {
 		if _, _, ok := e.Requester("plaudit.v1.wsa.agt.signal", h); !ok {
 			b.Fatal("not ok")
+		}
+	}
+}
+
+// TestStartOnATakenPortFailsAtOnce: the listener's error, naming the
+// address, not a wait for readiness that never comes.
+func TestStartOnATakenPortFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().(*net.TCPAddr)
+	e, err := NewEmbedded(fakeAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	s, err := e.Start(e.Options("127.0.0.1", addr.Port))
+	if err == nil {
+		s.Shutdown()
+		t.Fatal("started on a taken port")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("took %v to fail", took)
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("err = %v, want EADDRINUSE", err)
+	}
+	for _, want := range []string{addr.String(), "already in use"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to name %q", err, want)
 		}
 	}
 }
