@@ -76,6 +76,9 @@ type Config struct {
 	IdempotencyTTL  time.Duration // how long Idempotency-Key records are kept (24h)
 	JudgeDeadline   time.Duration // how long a judged reward's model judges are asked before it fails (30s)
 	RequestDeadline time.Duration // how long a request may wait for its agent (5s)
+	// UsageSaveInterval is how often the keys' last use is written (1m);
+	// see tenancy.SaveUsage.
+	UsageSaveInterval time.Duration
 }
 
 // Server is a running Plaudit.
@@ -97,13 +100,20 @@ type Server struct {
 	metricsLn   net.Listener
 	metricsDone chan error
 
+	usageStop, usageDone chan struct{} // saveUsage's; nil until it runs
+
 	// AdminKey is the admin key made at first start when none was given;
 	// empty otherwise. It is shown once.
 	AdminKey string
 }
 
-// Start opens the store, recovers the tenancy, starts NATS and the HTTP
-// door, and marks the server ready.
+// Start opens the HTTP listener, the store and the tenancy, starts NATS
+// and the doors, commits the first start's bootstrap, and marks the server
+// ready.
+//
+// Every listener is open before anything is written: a start that fails
+// on a taken port leaves the data directory as it was, and the first start
+// that succeeds makes the admin key and shows it (tenancy.Bootstrap).
 func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -113,6 +123,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "0.1.0"
+	}
+	if cfg.UsageSaveInterval <= 0 {
+		cfg.UsageSaveInterval = time.Minute
 	}
 	s := &Server{cfg: cfg, httpDone: make(chan error, 1)}
 	if err := s.start(); err != nil {
@@ -127,11 +140,16 @@ func Start(cfg Config) (*Server, error) {
 
 func (s *Server) start() (err error) {
 	cfg := s.cfg
+	// The HTTP port first: taken, it fails the start before the data
+	// directory is touched. Connections wait in the backlog until Serve.
+	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
 		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes}); err != nil {
 		return err
 	}
-	if s.tenancy, s.AdminKey, err = tenancy.Open(s.store, cfg.BootstrapKey, cfg.Now); err != nil {
+	if s.tenancy, err = tenancy.Load(s.store, cfg.Now); err != nil {
 		return fmt.Errorf("tenancy: %w", err)
 	}
 	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
@@ -168,14 +186,36 @@ func (s *Server) start() (err error) {
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
 		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics,
 		Backup: s.backup}, s.service)
-	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return fmt.Errorf("http listen: %w", err)
+	// Every door listens: only now may the first start write its account
+	// and admin key.
+	if s.AdminKey, err = s.tenancy.Bootstrap(cfg.BootstrapKey); err != nil {
+		return fmt.Errorf("tenancy: %w", err)
 	}
 	go func() { s.httpDone <- s.http.Serve(s.httpLn) }()
+	s.usageStop, s.usageDone = make(chan struct{}), make(chan struct{})
+	go s.saveUsage()
 	// Agents recover lazily, on their first request; the tenancy is loaded,
 	// so the server is ready.
 	s.service.SetReady()
 	return nil
+}
+
+// saveUsage writes the keys' last use every UsageSaveInterval until
+// Close, which writes it once more.
+func (s *Server) saveUsage() {
+	defer close(s.usageDone)
+	tick := time.NewTicker(s.cfg.UsageSaveInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.usageStop:
+			return
+		case <-tick.C:
+			if err := s.tenancy.SaveUsage(); err != nil {
+				s.cfg.Logger.Warn("saving the keys' last use", "err", err)
+			}
+		}
+	}
 }
 
 // startNATS embeds an authenticating nats-server (clients connect with an
@@ -353,6 +393,13 @@ func (s *Server) closeAll() error {
 		<-s.metricsDone
 		s.metricsSrv = nil
 	}
+	var errs []error
+	saveUsage := s.usageStop != nil // the server started: its keys' uses are worth a last save
+	if saveUsage {
+		close(s.usageStop)
+		<-s.usageDone
+		s.usageStop = nil
+	}
 	if s.natsDoor != nil {
 		_ = s.natsDoor.Stop()
 		s.natsDoor = nil
@@ -374,10 +421,13 @@ func (s *Server) closeAll() error {
 		s.nats.WaitForShutdown()
 		s.nats = nil
 	}
-	if s.store != nil {
-		err := s.store.Close()
-		s.store = nil
-		return err
+	// Both doors are closed: no key authenticates any more.
+	if saveUsage {
+		errs = append(errs, s.tenancy.SaveUsage())
 	}
-	return nil
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+		s.store = nil
+	}
+	return errors.Join(errs...)
 }

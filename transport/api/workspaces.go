@@ -96,5 +96,13 @@ func appendKey(b []byte, p tenancy.Principal, secret string) []byte {
 		b = jsonw.Key(b, "revoked_at")
 		b = jsonw.Time(b, p.RevokedAt)
 	}
+	// When the key last authenticated, to about a second (null: never);
+	// see tenancy's usage.go for how it is kept.
+	b = jsonw.Key(b, "last_used_at")
+	if at := p.LastUsed(); at.IsZero() {
+		b = append(b, "null"...)
+	} else {
+		b = jsonw.Time(b, at)
+	}
 	return append(b, '}')
 }

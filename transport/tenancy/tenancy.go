@@ -49,6 +49,7 @@ type Principal struct {
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is in use
 	hash      [sha256.Size]byte
+	use       *usage // shared by every copy of the principal; see LastUsed
 }
 
 // Store is what the tenancy keeps on disk: a few small records, written
@@ -73,6 +74,7 @@ const (
 	accountKey = "tenancy/account"
 	wsPrefix   = "tenancy/ws/"
 	keyPrefix  = "tenancy/key/"
+	usedPrefix = "tenancy/used/" // + key id: the key's last use, saved coarsely (usage.go)
 )
 
 // Tenancy is the set of workspaces and keys, kept in memory and written
@@ -89,6 +91,8 @@ type Tenancy struct {
 	byProfile  map[string][sha256.Size]byte    // profile id → hash
 	rnd        *mrand.Rand                     // for ids; guarded by mu
 	onRevoke   []func(Principal)
+
+	saveMu sync.Mutex // serialises SaveUsage
 }
 
 // OnRevoke registers fn to run after a key is revoked, e.g. to close the
@@ -99,57 +103,94 @@ func (t *Tenancy) OnRevoke(fn func(Principal)) {
 	t.onRevoke = append(t.onRevoke, fn)
 }
 
-// Open loads the tenancy. On an empty store it creates the account, the
-// default workspace and an admin key: bootstrapKey if set, else a random
-// one. It returns the admin key when it made one now, "" otherwise.
+// Open loads the tenancy and bootstraps it (Load, then Bootstrap).
 func Open(store Store, bootstrapKey string, now func() time.Time) (*Tenancy, string, error) {
+	t, err := Load(store, now)
+	if err != nil {
+		return nil, "", err
+	}
+	shown, err := t.Bootstrap(bootstrapKey)
+	if err != nil {
+		return nil, "", err
+	}
+	return t, shown, nil
+}
+
+// Load reads the tenancy from store and writes nothing. A store never
+// bootstrapped loads empty: no account, and no key authenticates until
+// Bootstrap.
+func Load(store Store, now func() time.Time) (*Tenancy, error) {
 	var seed [32]byte
 	_, _ = rand.Read(seed[:])
 	t := &Tenancy{store: store, now: now, workspaces: map[string]Workspace{},
 		keys: map[[sha256.Size]byte]Principal{}, byID: map[string][sha256.Size]byte{},
 		byProfile: map[string][sha256.Size]byte{}, rnd: mrand.New(mrand.NewChaCha8(seed))}
 	if err := t.load(); err != nil {
-		return nil, "", err
+		return nil, err
 	}
+	return t, nil
+}
+
+// Bootstrap makes a store that Load found empty usable: the account, the
+// default workspace and an admin key — bootstrapKey if set, else a random
+// one — in one synced write, so a crash leaves all of them or none. It
+// returns the admin key when it made a random one now, "" otherwise.
+//
+// The server calls it only once its doors listen: a start that fails
+// before (a port taken) then leaves a data directory that the next start
+// bootstraps afresh, instead of one whose only admin key was never shown.
+//
+// On a bootstrapped store it adds bootstrapKey, if set and unknown, as an
+// admin key: scripts that always pass it keep working, and it is the way
+// back into a data directory whose admin key is lost. A revoked one stays
+// revoked.
+func (t *Tenancy) Bootstrap(bootstrapKey string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.account != "" {
-		if bootstrapKey != "" {
-			// A bootstrap key given to a later start is honoured too, so
-			// scripts that always pass it keep working; it stays an admin
-			// key. One that was revoked stays revoked.
-			t.mu.RLock()
-			_, known := t.keys[sha256.Sum256([]byte(bootstrapKey))]
-			t.mu.RUnlock()
-			if !known {
-				if err := t.addKey(bootstrapKey, "bootstrap", DefaultWorkspace, true); err != nil {
-					return nil, "", err
-				}
-			}
+		if bootstrapKey == "" {
+			return "", nil
 		}
-		return t, "", nil
+		h := sha256.Sum256([]byte(bootstrapKey))
+		if _, known := t.keys[h]; known {
+			return "", nil
+		}
+		p := t.newKey(h, "bootstrap", DefaultWorkspace, true)
+		if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
+			return "", fmt.Errorf("create key: %w", err)
+		}
+		t.index(p)
+		return "", nil
 	}
-	at := now().UTC()
-	t.account = id.New(id.Account, at, t.rnd)
+	at := t.now().UTC()
+	account := id.New(id.Account, at, t.rnd)
 	ws := Workspace{ID: DefaultWorkspace, Name: DefaultWorkspace, CreatedAt: at}
-	if err := store.Put(persist.KV{Key: []byte(accountKey), Value: []byte(t.account)},
-		persist.KV{Key: []byte(wsPrefix + ws.ID), Value: encodeWorkspace(ws)}); err != nil {
-		return nil, "", fmt.Errorf("create account: %w", err)
-	}
-	t.workspaces[ws.ID] = ws
 	key := bootstrapKey
 	if key == "" {
 		key = newSecret()
 	}
-	if err := t.addKey(key, "admin", DefaultWorkspace, true); err != nil {
-		return nil, "", err
+	h := sha256.Sum256([]byte(key))
+	p := t.newKey(h, "admin", DefaultWorkspace, true)
+	if err := t.store.Put(persist.KV{Key: []byte(accountKey), Value: []byte(account)},
+		persist.KV{Key: []byte(wsPrefix + ws.ID), Value: encodeWorkspace(ws)},
+		persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
+		return "", fmt.Errorf("create account: %w", err)
 	}
+	t.account = account
+	t.workspaces[ws.ID] = ws
+	t.index(p)
 	if bootstrapKey != "" {
-		return t, "", nil
+		return "", nil
 	}
-	return t, key, nil
+	return key, nil
 }
 
-// AccountID is the installation's account.
-func (t *Tenancy) AccountID() string { return t.account }
+// AccountID is the installation's account ("" before Bootstrap).
+func (t *Tenancy) AccountID() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.account
+}
 
 // Authenticate resolves an Authorization header value ("Bearer <key>").
 func (t *Tenancy) Authenticate(header string) (Principal, error) {
@@ -176,6 +217,7 @@ func (t *Tenancy) AuthenticateKey(secret string) (Principal, error) {
 	if !found || subtle.ConstantTimeCompare(p.hash[:], h[:]) != 1 || !p.RevokedAt.IsZero() {
 		return Principal{}, ErrUnauthenticated
 	}
+	p.use.touch(t.now())
 	return p, nil
 }
 
@@ -252,10 +294,10 @@ func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, 
 		return Principal{}, "", field.Errorf("name", "must be 1-200 characters")
 	}
 	secret := newSecret()
-	if err := t.addKey(secret, name, wsID, false); err != nil {
+	np, err := t.addKey(secret, name, wsID, false)
+	if err != nil {
 		return Principal{}, "", err
 	}
-	np, _ := t.Authenticate("Bearer " + secret)
 	return np, secret, nil
 }
 
@@ -330,19 +372,24 @@ func (t *Tenancy) check(p Principal, wsID string) error {
 
 func keyRecordKey(h [sha256.Size]byte) []byte { return []byte(fmt.Sprintf("%s%x", keyPrefix, h)) }
 
-func (t *Tenancy) addKey(secret, name, wsID string, admin bool) error {
+func (t *Tenancy) addKey(secret, name, wsID string, admin bool) (Principal, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at := t.now().UTC()
-	p := Principal{KeyID: id.New(id.APIKey, at, t.rnd), ProfileID: id.New(id.Profile, at, t.rnd),
-		Name: name, Home: wsID, Admin: admin, CreatedAt: at}
 	h := sha256.Sum256([]byte(secret))
-	p.hash = h
+	p := t.newKey(h, name, wsID, admin)
 	if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
-		return fmt.Errorf("create key: %w", err)
+		return Principal{}, fmt.Errorf("create key: %w", err)
 	}
 	t.index(p)
-	return nil
+	return p, nil
+}
+
+// newKey makes the principal of a new key whose secret hashes to h; mu is
+// held.
+func (t *Tenancy) newKey(h [sha256.Size]byte, name, wsID string, admin bool) Principal {
+	at := t.now().UTC()
+	return Principal{KeyID: id.New(id.APIKey, at, t.rnd), ProfileID: id.New(id.Profile, at, t.rnd),
+		Name: name, Home: wsID, Admin: admin, CreatedAt: at, hash: h, use: new(usage)}
 }
 
 // index adds p to the in-memory maps; mu is held.
@@ -369,7 +416,7 @@ func (t *Tenancy) load() error {
 	if err != nil {
 		return fmt.Errorf("load workspaces: %w", err)
 	}
-	return t.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
+	err = t.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
 		var h [sha256.Size]byte
 		if n, err := hex.Decode(h[:], k[len(keyPrefix):]); err != nil || n != sha256.Size {
 			return fmt.Errorf("load key %q: bad hash (%v)", k, err)
@@ -379,9 +426,14 @@ func (t *Tenancy) load() error {
 			return fmt.Errorf("load key %q: %w", k, err)
 		}
 		p.hash = h
+		p.use = new(usage)
 		t.index(p)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return t.loadUsage()
 }
 
 func newSecret() string {
