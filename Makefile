@@ -4,8 +4,14 @@ RACE_PKGS = ./actors/... ./client/... ./persist/... ./transport/... ./server/...
 
 .PHONY: run test build vet fuzz bench bench-quick gobench clean
 
+# make run HTTP=:9090 NATS=127.0.0.1:4333 DATA=./data2; any other serve flag
+# through its PLAUDIT_* variable (plaudit serve --help lists them).
+HTTP ?= $(or $(PLAUDIT_HTTP),:8080)
+NATS ?= $(or $(PLAUDIT_NATS_LISTEN),127.0.0.1:4222)
+DATA ?= $(or $(PLAUDIT_DATA),./data)
+
 run: build
-	./bin/plaudit serve --data ./data --http :8080
+	./bin/plaudit serve --data '$(DATA)' --http '$(HTTP)' --nats-listen '$(NATS)'
 
 build:
 	$(GO) build -o bin/plaudit ./cmd/plaudit

@@ -18,8 +18,33 @@ import (
 // benchCmd is `plaudit bench`: the harness of BENCHMARKS.md. By default it
 // starts `plaudit serve` (this binary) as a child process per family and
 // loads it from this process; with --http it loads a running server.
-func benchCmd(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+//
+// Its arguments pass through kong untouched to the flag set below, which
+// BENCHMARKS.md documents (single-dash flags such as -c included).
+type benchCmd struct {
+	Args []string `arg:"" optional:"" help:"bench's own flags; --help lists them."`
+}
+
+func (c *benchCmd) Run(con *console) error { return helpOK(runBench(c.Args, con.Out, con.Err)) }
+
+// benchHelloCmd is `plaudit bench-hello`, started by the harness.
+type benchHelloCmd struct {
+	Args []string `arg:"" optional:""`
+}
+
+func (c *benchHelloCmd) Run(con *console) error { return helpOK(benchHello(c.Args, con.Err)) }
+
+// helpOK makes a flag set's -h/--help, which has printed the flags, a
+// success.
+func helpOK(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("plaudit bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var opts bench.Options
 	httpURL := fs.String("http", "", "measure the running server at this base URL (http://host:port) instead of starting one")
@@ -110,7 +135,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) error {
 // and NATS floors (bench.ServeHello) in a process of their own, with
 // $PLAUDIT_BOOTSTRAP_KEY as the NATS token. Not for users.
 func benchHello(args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench-hello", flag.ContinueOnError)
+	fs := flag.NewFlagSet("plaudit bench-hello", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "127.0.0.1:0", "fixed-body HTTP listen address")
 	natsAddr := fs.String("nats", "127.0.0.1:0", "echo NATS listen address")

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/plaudit/plaudit/server"
+)
+
+// serveCmd is `plaudit serve`. Every flag is also read from the
+// environment variable PLAUDIT_<FLAG IN UPPER SNAKE CASE>; a flag given on
+// the command line wins. PLAUDIT_BOOTSTRAP_KEY (the first start's admin
+// key) is read from the environment only, so it never shows in ps.
+type serveCmd struct {
+	Data             string        `default:"./data" env:"PLAUDIT_DATA" help:"Data directory (Pebble)."`
+	HTTP             string        `name:"http" default:":8080" env:"PLAUDIT_HTTP" help:"HTTP listen address."`
+	NATSListen       string        `name:"nats-listen" default:"127.0.0.1:4222" env:"PLAUDIT_NATS_LISTEN" help:"Address of the embedded NATS server."`
+	NATSURL          string        `name:"nats-url" env:"PLAUDIT_NATS_URL" placeholder:"URL" help:"Connect to this NATS server instead of embedding one."`
+	NATSCreds        string        `name:"nats-creds" env:"PLAUDIT_NATS_CREDS" placeholder:"FILE" help:"Credentials file (JWT and nkey seed) of Plaudit's connection to --nats-url."`
+	NATSNkey         string        `name:"nats-nkey" env:"PLAUDIT_NATS_NKEY" placeholder:"FILE" help:"Nkey seed file of Plaudit's connection to --nats-url."`
+	MaxBody          int           `name:"max-body" default:"1048576" env:"PLAUDIT_MAX_BODY" help:"Largest accepted request body, in bytes."`
+	BodyBudget       int           `name:"body-budget" default:"67108864" env:"PLAUDIT_BODY_BUDGET" help:"Bytes of HTTP request bodies read at once, across all connections, before 503."`
+	BodyTimeout      time.Duration `name:"body-timeout" default:"10s" env:"PLAUDIT_BODY_TIMEOUT" help:"How long an HTTP request body may take to arrive after its headers."`
+	SnapshotEvery    int           `name:"snapshot-every" default:"10000" env:"PLAUDIT_SNAPSHOT_EVERY" help:"Snapshot an agent after this many events."`
+	SnapshotInterval time.Duration `name:"snapshot-interval" default:"1m" env:"PLAUDIT_SNAPSHOT_INTERVAL" help:"Snapshot an agent this long after its first unsnapshotted event."`
+	IdleTimeout      time.Duration `name:"idle-timeout" default:"5m" env:"PLAUDIT_IDLE_TIMEOUT" help:"Passivate an agent actor idle this long."`
+	MailboxLimit     int           `name:"mailbox-limit" default:"1024" env:"PLAUDIT_MAILBOX_LIMIT" help:"Requests in flight per agent before 503."`
+	IdempotencyTTL   time.Duration `name:"idempotency-ttl" default:"24h" env:"PLAUDIT_IDEMPOTENCY_TTL" help:"Keep Idempotency-Key records this long."`
+	JudgeDeadline    time.Duration `name:"judge-deadline" default:"30s" env:"PLAUDIT_JUDGE_DEADLINE" help:"Ask a judged reward's model judges this long before it fails."`
+	RequestDeadline  time.Duration `name:"request-deadline" default:"5s" env:"PLAUDIT_REQUEST_DEADLINE" help:"Drop a request still waiting for its agent this long after admission (503 overloaded, Retry-After)."`
+	MinFreeBytes     int64         `name:"min-free-bytes" default:"0" env:"PLAUDIT_MIN_FREE_BYTES" help:"Refuse writes (503 storage_full) below this much free disk (0: 5% of the disk, at most 256 MiB)."`
+	BallastBytes     int64         `name:"ballast-bytes" default:"0" env:"PLAUDIT_BALLAST_BYTES" help:"Size of the ballast file kept in the data directory (0: 1% of the disk, at most 256 MiB; negative: none)."`
+	DurableSelect    bool          `name:"durable-select" env:"PLAUDIT_DURABLE_SELECT" help:"Answer run creation only after its fsync, like every other write."`
+	LogLevel         string        `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"PLAUDIT_LOG_LEVEL" help:"debug, info, warn or error."`
+	Pprof            string        `name:"pprof" env:"PLAUDIT_PPROF" placeholder:"ADDR" help:"Serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty."`
+	PprofMutex       int           `name:"pprof-mutex-fraction" default:"0" env:"PLAUDIT_PPROF_MUTEX_FRACTION" help:"With --pprof: runtime.SetMutexProfileFraction (0: mutex profile off)."`
+	PprofBlock       int           `name:"pprof-block-rate" default:"0" env:"PLAUDIT_PPROF_BLOCK_RATE" help:"With --pprof: runtime.SetBlockProfileRate in ns (0: block profile off)."`
+}
+
+// config is the server.Config the flags describe, without a logger.
+func (c serveCmd) config() server.Config {
+	return server.Config{DataDir: c.Data, HTTPAddr: c.HTTP, NATSListen: c.NATSListen, NATSURL: c.NATSURL,
+		NATSCreds: c.NATSCreds, NATSNkey: c.NATSNkey, MaxBody: c.MaxBody, BodyBudget: c.BodyBudget,
+		BodyTimeout: c.BodyTimeout, SnapshotEvery: c.SnapshotEvery, SnapshotInterval: c.SnapshotInterval,
+		IdleTimeout: c.IdleTimeout, MailboxLimit: c.MailboxLimit, IdempotencyTTL: c.IdempotencyTTL,
+		JudgeDeadline: c.JudgeDeadline, RequestDeadline: c.RequestDeadline, MinFreeBytes: c.MinFreeBytes,
+		BallastBytes: c.BallastBytes, DurableSelect: c.DurableSelect,
+		BootstrapKey: os.Getenv("PLAUDIT_BOOTSTRAP_KEY"), Version: version}
+}
+
+// Run serves until SIGINT or SIGTERM, then drains.
+func (c *serveCmd) Run(con *console) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(con.Err, &slog.HandlerOptions{Level: level}))
+	cfg := c.config()
+	cfg.Logger = logger
+	if c.Pprof != "" {
+		closePprof, err := servePprof(c.Pprof, c.PprofMutex, c.PprofBlock, logger)
+		if err != nil {
+			return err
+		}
+		defer closePprof()
+	}
+
+	srv, err := server.Start(cfg)
+	if err != nil {
+		return err
+	}
+	if srv.AdminKey != "" {
+		fmt.Fprintf(con.Out, "admin key (shown once, keep it): %s\n", srv.AdminKey)
+	}
+	logger.Info("plaudit ready", "http", srv.HTTPAddr(), "nats", srv.NATSURL(), "data", cfg.DataDir,
+		"account", srv.AccountID())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	sig := <-sigs
+	logger.Info("draining", "signal", sig.String())
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
