@@ -119,11 +119,10 @@ func (k *keysCmd) call(method, sub string, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("keys: %s %s: %w", method, u, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		if json.Unmarshal(out, &e) == nil && e.Error.Message != "" {
-			return nil, fmt.Errorf("keys: %s %s: %d %s: %s", method, u, resp.StatusCode, e.Error.Code, e.Error.Message)
+		// The /v1 paths answer errors as {code, message} (SPEC §1).
+		var e struct{ Message string }
+		if json.Unmarshal(out, &e) == nil && e.Message != "" {
+			return nil, fmt.Errorf("keys: %s %s: %s: %s", method, u, resp.Status, e.Message)
 		}
 		return nil, fmt.Errorf("keys: %s %s: %s", method, u, resp.Status)
 	}

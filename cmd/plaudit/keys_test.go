@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/plaudit/plaudit/server"
+)
+
+const keysTestAdmin = "pl_keys_test_admin_0123456789abcdef"
+
+// startServer runs a real server in a temp dir on loopback ports.
+func startServer(t *testing.T) *server.Server {
+	t.Helper()
+	s, err := server.Start(server.Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+		NATSListen: "127.0.0.1:0", BootstrapKey: keysTestAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// status is the HTTP status of GET /v1/workspaces with key.
+func status(t *testing.T, s *server.Server, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+s.HTTPAddr()+"/v1/workspaces", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// row is the table line of the key named name.
+func row(t *testing.T, table, name string) string {
+	t.Helper()
+	for _, l := range strings.Split(table, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == name {
+			return l
+		}
+	}
+	t.Fatalf("no row for %q in\n%s", name, table)
+	return ""
+}
+
+// TestKeysCommands: create, list and revoke through `plaudit keys` against
+// a running server; the revoked key is refused on HTTP and its open NATS
+// connection is closed.
+func TestKeysCommands(t *testing.T) {
+	s := startServer(t)
+	unsetenv(t, "PLAUDIT_SERVER")
+	unsetenv(t, "PLAUDIT_KEY")
+	keys := func(t *testing.T, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runArgs(append([]string{"keys", "--server", "http://" + s.HTTPAddr(), "--key", keysTestAdmin}, args...)...)
+		if code != 0 {
+			t.Fatalf("keys %v: exit %d: %s", args, code, stderr)
+		}
+		return stdout
+	}
+
+	out := keys(t, "create", "ci-runner")
+	secret := regexp.MustCompile(`key \(shown once, keep it\): (pl_\S+)`).FindStringSubmatch(out)
+	if secret == nil {
+		t.Fatalf("create printed no secret:\n%s", out)
+	}
+	id := strings.Fields(row(t, out, "ci-runner"))[0]
+	if !strings.HasPrefix(id, "key_") {
+		t.Fatalf("key id %q", id)
+	}
+	if l := row(t, keys(t, "list"), "ci-runner"); !strings.Contains(l, "never") {
+		t.Fatalf("an unused key's row: %q", l)
+	}
+
+	if got := status(t, s, secret[1]); got != 200 {
+		t.Fatalf("the new key: %d", got)
+	}
+	listed := keys(t, "list")
+	if l := row(t, listed, "ci-runner"); strings.Contains(l, "never") || !strings.Contains(l, time.Now().UTC().Format("2006-01-02")) {
+		t.Fatalf("a used key's row: %q", l)
+	}
+	if strings.Contains(listed, secret[1]) || strings.Contains(listed, keysTestAdmin) {
+		t.Fatal("list shows a secret")
+	}
+
+	var asJSON struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(keys(t, "list", "--json")), &asJSON); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, k := range asJSON.Items {
+		if k["id"] == id {
+			found = true
+			if k["key"] != nil || k["last_used_at"] == nil {
+				t.Fatalf("--json row %v", k)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("--json lists no %s: %+v", id, asJSON)
+	}
+
+	open, err := nats.Connect(s.NATSURL(), nats.Token(secret[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if l := row(t, keys(t, "revoke", id), "ci-runner"); strings.HasSuffix(strings.TrimSpace(l), "-") {
+		t.Fatalf("revoke's row shows no revocation: %q", l)
+	}
+	if got := status(t, s, secret[1]); got != 401 {
+		t.Fatalf("the revoked key: %d, want 401", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for open.IsConnected() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if open.IsConnected() {
+		t.Fatal("the revoked key's NATS connection is still open")
+	}
+}
+
+// TestKeysCommandsReadTheEnvironment: $PLAUDIT_SERVER and $PLAUDIT_KEY
+// stand for --server and --key; a wrong key is the server's 401, exit 1.
+func TestKeysCommandsReadTheEnvironment(t *testing.T) {
+	s := startServer(t)
+	t.Setenv("PLAUDIT_SERVER", "http://"+s.HTTPAddr())
+	cases := []struct {
+		name, key string
+		code      int
+		want      string
+	}{
+		{"an admin key", keysTestAdmin, 0, "admin"},
+		{"a wrong key", "pl_wrong", 1, "401 Unauthorized: missing or unknown API key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PLAUDIT_KEY", c.key)
+			code, stdout, stderr := runArgs("keys", "list")
+			if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+				t.Fatalf("exit %d, want %d and %q\nstdout: %s\nstderr: %s", code, c.code, c.want, stdout, stderr)
+			}
+		})
+	}
+}
