@@ -174,6 +174,11 @@ func TestServeReadsTheEnvironment(t *testing.T) {
 			t.Fatalf("from the environment: %+v", cfg)
 		}
 	})
+	t.Run("a negative value after a space", func(t *testing.T) {
+		if got := parse(t, nil, "--ballast-bytes", "-1").config(); got.BallastBytes != -1 {
+			t.Fatalf("--ballast-bytes -1: %d", got.BallastBytes)
+		}
+	})
 	t.Run("the command line wins", func(t *testing.T) {
 		got := parse(t, map[string]string{"PLAUDIT_HTTP": "127.0.0.1:9090"}, "--http", "127.0.0.1:7070").config()
 		if got.HTTPAddr != "127.0.0.1:7070" {

@@ -7,7 +7,8 @@
 //	                               baselines (BENCHMARKS.md)
 //	plaudit version                print the version
 //
-// `--help` at any level lists the commands and flags and exits 0.
+// `--help` at any level lists the commands and flags and exits 0. The first
+// start prints the admin key on stdout (or takes $PLAUDIT_BOOTSTRAP_KEY).
 //
 // The command tree is the cli struct (github.com/alecthomas/kong): a
 // command is one field there and one file holding its type, whose
@@ -86,6 +87,9 @@ func newParser(c *cli, stdout, stderr io.Writer) *kong.Kong {
 		kong.Description("Plaudit, a self-hosted reward engine for AI agents."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		// A flag's value may start with "-" (--ballast-bytes -1), as with
+		// the flag package before.
+		kong.WithHyphenPrefixedParameters(true),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}))
 	if err != nil {
 		panic(err) // the cli struct's tags are wrong: a bug, caught by every test
