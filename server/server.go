@@ -421,9 +421,13 @@ func (s *Server) closeAll() error {
 		s.nats.WaitForShutdown()
 		s.nats = nil
 	}
-	// Both doors are closed: no key authenticates any more.
+	// Both doors are closed: no key authenticates any more. A failed save
+	// (a full disk) loses only the last minute of last uses: it is logged,
+	// and does not fail the shutdown.
 	if saveUsage {
-		errs = append(errs, s.tenancy.SaveUsage())
+		if err := s.tenancy.SaveUsage(); err != nil {
+			s.cfg.Logger.Warn("saving the keys' last use", "err", err)
+		}
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
