@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,16 +43,16 @@ func TestBackupRestoreInspectCommands(t *testing.T) {
 		{"restore", "--from", bk, "--data", restored},
 		{"inspect", "--data", restored},
 	} {
-		if err := run(args, &out, &out); err != nil {
-			t.Fatalf("%s: %v\n%s", args, err, &out)
+		if code := run(args, &out, &out); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", args, code, &out)
 		}
 	}
 	if !strings.Contains(out.String(), "agt_1 ") || !strings.Contains(out.String(), "ok: ") {
 		t.Fatalf("inspect output:\n%s", &out)
 	}
 	out.Reset()
-	if err := run([]string{"inspect", "--json", "--data", restored}, &out, &out); err != nil {
-		t.Fatal(err)
+	if code := run([]string{"inspect", "--json", "--data", restored}, &out, io.Discard); code != 0 {
+		t.Fatalf("inspect --json: exit %d", code)
 	}
 	var report struct {
 		Agents []struct {
@@ -76,8 +77,8 @@ func TestBackupRestoreInspectCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = run([]string{"inspect", "--data", restored}, &out, &out)
-	if err == nil || !strings.Contains(out.String(), "file "+filepath.Base(tables[0])) {
-		t.Fatalf("inspect of a damaged table = %v:\n%s", err, &out)
+	code := run([]string{"inspect", "--data", restored}, &out, &out)
+	if code != 1 || !strings.Contains(out.String(), "file "+filepath.Base(tables[0])) {
+		t.Fatalf("inspect of a damaged table: exit %d:\n%s", code, &out)
 	}
 }

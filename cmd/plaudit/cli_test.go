@@ -102,7 +102,7 @@ func TestVersion(t *testing.T) {
 var serveFlags = []string{"data", "http", "nats-listen", "nats-url", "nats-creds", "nats-nkey", "max-body",
 	"body-budget", "body-timeout", "snapshot-every", "snapshot-interval", "idle-timeout", "mailbox-limit",
 	"idempotency-ttl", "judge-deadline", "request-deadline", "min-free-bytes", "ballast-bytes",
-	"durable-select", "log-level", "pprof", "pprof-mutex-fraction", "pprof-block-rate"}
+	"durable-select", "log-level", "log-format", "access-log", "metrics", "pprof", "pprof-mutex-fraction", "pprof-block-rate"}
 
 // TestEveryServeFlagHasItsEnvironmentVariable: --nats-listen reads
 // $PLAUDIT_NATS_LISTEN, and so on for every flag.

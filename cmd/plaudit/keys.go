@@ -17,7 +17,7 @@ import (
 // any client would manage them; it never opens the data directory.
 type keysCmd struct {
 	Server    string `default:"http://127.0.0.1:8080" env:"PLAUDIT_SERVER" placeholder:"URL" help:"Base URL of the running server."`
-	Key       string `required:"" env:"PLAUDIT_KEY" placeholder:"KEY" help:"An API key that may act on the workspace (an admin key for every workspace)."`
+	Key       string `required:"" env:"PLAUDIT_KEY,PLAUDIT_API_KEY" placeholder:"KEY" help:"An API key that may act on the workspace (an admin key for every workspace)."`
 	Workspace string `short:"w" default:"default" env:"PLAUDIT_WORKSPACE" placeholder:"WS" help:"The workspace whose keys these are."`
 	JSON      bool   `name:"json" help:"Print the server's JSON answer instead of a table."`
 

@@ -3,6 +3,9 @@
 //	plaudit serve [flags]          run the server; every flag also reads
 //	                               $PLAUDIT_<FLAG> (--nats-listen: $PLAUDIT_NATS_LISTEN)
 //	plaudit keys list|create|revoke  manage a running server's API keys over HTTP
+//	plaudit backup --to DIR        copy a running server's (or a stopped) data directory
+//	plaudit restore --from DIR --data NEWDIR  make a data directory from a backup
+//	plaudit inspect --data DIR     list and verify a stopped data directory
 //	plaudit bench [flags]          run the benchmark harness, with ratios to raw
 //	                               baselines (BENCHMARKS.md)
 //	plaudit version                print the version
@@ -31,6 +34,9 @@ const version = "0.1.0"
 type cli struct {
 	Serve      serveCmd      `cmd:"" help:"Run the server."`
 	Keys       keysCmd       `cmd:"" help:"List, create and revoke the API keys of a running server (over its HTTP API)."`
+	Backup     backupCmd     `cmd:"" help:"Copy a running server's data (over HTTP, with an admin key) or a stopped data directory, verified."`
+	Restore    restoreCmd    `cmd:"" help:"Make a new data directory from a backup, verified."`
+	Inspect    inspectCmd    `cmd:"" help:"List the agents, events, snapshots and sizes of a stopped data directory and verify every checksum."`
 	Bench      benchCmd      `cmd:"" passthrough:"" help:"Run the benchmark harness (BENCHMARKS.md); 'plaudit bench --help' lists its flags."`
 	BenchHello benchHelloCmd `cmd:"" name:"bench-hello" passthrough:"" hidden:"" help:"The doors' floors, started by plaudit bench."`
 	Version    versionCmd    `cmd:"" help:"Print the version."`

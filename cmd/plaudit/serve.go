@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,6 +35,9 @@ type serveCmd struct {
 	BallastBytes     int64         `name:"ballast-bytes" default:"0" env:"PLAUDIT_BALLAST_BYTES" help:"Size of the ballast file kept in the data directory (0: 1% of the disk, at most 256 MiB; negative: none)."`
 	DurableSelect    bool          `name:"durable-select" env:"PLAUDIT_DURABLE_SELECT" help:"Answer run creation only after its fsync, like every other write."`
 	LogLevel         string        `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"PLAUDIT_LOG_LEVEL" help:"debug, info, warn or error."`
+	LogFormat        string        `name:"log-format" default:"text" enum:"text,json" env:"PLAUDIT_LOG_FORMAT" help:"text or json (slog's TextHandler or JSONHandler, on stderr)."`
+	AccessLog        bool          `name:"access-log" env:"PLAUDIT_ACCESS_LOG" help:"Log one line per answered request: request id, workspace, door, operation, status, duration."`
+	Metrics          string        `name:"metrics" env:"PLAUDIT_METRICS" placeholder:"ADDR" help:"Serve GET /metrics on this address of its own instead of the HTTP port."`
 	Pprof            string        `name:"pprof" env:"PLAUDIT_PPROF" placeholder:"ADDR" help:"Serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty."`
 	PprofMutex       int           `name:"pprof-mutex-fraction" default:"0" env:"PLAUDIT_PPROF_MUTEX_FRACTION" help:"With --pprof: runtime.SetMutexProfileFraction (0: mutex profile off)."`
 	PprofBlock       int           `name:"pprof-block-rate" default:"0" env:"PLAUDIT_PPROF_BLOCK_RATE" help:"With --pprof: runtime.SetBlockProfileRate in ns (0: block profile off)."`
@@ -48,17 +50,16 @@ func (c serveCmd) config() server.Config {
 		BodyTimeout: c.BodyTimeout, SnapshotEvery: c.SnapshotEvery, SnapshotInterval: c.SnapshotInterval,
 		IdleTimeout: c.IdleTimeout, MailboxLimit: c.MailboxLimit, IdempotencyTTL: c.IdempotencyTTL,
 		JudgeDeadline: c.JudgeDeadline, RequestDeadline: c.RequestDeadline, MinFreeBytes: c.MinFreeBytes,
-		BallastBytes: c.BallastBytes, DurableSelect: c.DurableSelect,
+		BallastBytes: c.BallastBytes, DurableSelect: c.DurableSelect, AccessLog: c.AccessLog, MetricsAddr: c.Metrics,
 		BootstrapKey: os.Getenv("PLAUDIT_BOOTSTRAP_KEY"), Version: version}
 }
 
 // Run serves until SIGINT or SIGTERM, then drains.
 func (c *serveCmd) Run(con *console) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return fmt.Errorf("log-level: %w", err)
+	logger, err := server.NewLogger(c.LogFormat, c.LogLevel, con.Err)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(con.Err, &slog.HandlerOptions{Level: level}))
 	cfg := c.config()
 	cfg.Logger = logger
 	if c.Pprof != "" {
@@ -76,8 +77,12 @@ func (c *serveCmd) Run(con *console) error {
 	if srv.AdminKey != "" {
 		fmt.Fprintf(con.Out, "admin key (shown once, keep it): %s\n", srv.AdminKey)
 	}
-	logger.Info("plaudit ready", "http", srv.HTTPAddr(), "nats", srv.NATSURL(), "data", cfg.DataDir,
-		"account", srv.AccountID())
+	metricsAt := srv.MetricsAddr()
+	if metricsAt == "" {
+		metricsAt = srv.HTTPAddr()
+	}
+	logger.Info("plaudit ready", "http", srv.HTTPAddr(), "nats", srv.NATSURL(), "metrics", metricsAt+"/metrics",
+		"data", cfg.DataDir, "account", srv.AccountID())
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
