@@ -2,7 +2,8 @@
 // translates each request into an api.Request (method and path through the
 // route table, headers, query, body) and writes the api.Response back. It
 // decides nothing itself but what only HTTP knows: framing, limits, media
-// types and /healthz.
+// types, the Allow header of a 405, /healthz and the OpenAPI document
+// (/openapi.json).
 package httpdoor
 
 import (
@@ -14,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,12 +144,31 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	case path == backupPath && d.cfg.Backup != nil:
 		d.serveBackup(ctx, req)
 		return
+	case path == "/openapi.json":
+		d.serveOpenAPI(ctx, req)
+		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {
+		if errors.Is(err, api.ErrMethodNotAllowed) {
+			ctx.Response.Header.Set("Allow", strings.Join(methods(path), ", "))
+		}
 		write(ctx, d.svc.Error(req, err))
 		return
 	}
 	write(ctx, d.svc.Handle(req))
+}
+
+// serveOpenAPI answers GET /openapi.json with the door's OpenAPI document,
+// without a key, like /healthz: it describes the API and holds no
+// workspace's data.
+func (d *Door) serveOpenAPI(ctx *fasthttp.RequestCtx, req *api.Request) {
+	method := string(ctx.Method())
+	if !slices.Contains(docMethods, method) {
+		ctx.Response.Header.Set("Allow", strings.Join(docMethods, ", "))
+		write(ctx, d.svc.Error(req, fmt.Errorf("%s /openapi.json: %w", method, api.ErrMethodNotAllowed)))
+		return
+	}
+	write(ctx, api.Response{Status: 200, Body: openAPI, RequestID: req.RequestID})
 }
 
 // admit translates the HTTP request into req.

@@ -185,3 +185,17 @@ func splitPath(path string) []string {
 	}
 	return strings.Split(path, "/")
 }
+
+// methods lists the methods the route table has for path, in table order
+// without repeats: the Allow header of a 405.
+func methods(path string) []string {
+	seg := splitPath(path)
+	var out []string
+	for i := range table {
+		var t api.Target
+		if _, ok := match(table[i].seg, seg, &t); ok && !slices.Contains(out, table[i].method) {
+			out = append(out, table[i].method)
+		}
+	}
+	return out
+}

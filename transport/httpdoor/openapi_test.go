@@ -1,0 +1,173 @@
+package httpdoor
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+)
+
+// ownPaths are the paths the door serves itself, outside the route table.
+var ownPaths = []string{"/healthz", "/metrics", "/openapi.json"}
+
+// docOperations reads the document's operations: path → method → operationId.
+func docOperations(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	var doc struct {
+		OpenAPI string                                       `json:"openapi"`
+		Paths   map[string]map[string]struct{ OperationID string }
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi.json is OpenAPI %q, want 3.1.0", doc.OpenAPI)
+	}
+	out := map[string]map[string]string{}
+	for path, item := range doc.Paths {
+		out[path] = map[string]string{}
+		for method, op := range item {
+			if method == "parameters" || method == "summary" || method == "description" {
+				continue
+			}
+			out[path][strings.ToUpper(method)] = op.OperationID
+		}
+	}
+	return out
+}
+
+// docPath is a route pattern as the document writes it: {task*} is {task}
+// (OpenAPI path parameters hold one segment; clients send a '/' in a task
+// id percent-encoded, which the door decodes before routing).
+func docPath(pattern string) string { return strings.ReplaceAll(pattern, "{task*}", "{task}") }
+
+// TestOpenAPIDocumentsEveryRoute: every route of the table is an operation
+// of the document, under its path and method, with the route's api.Op as
+// its operationId; and every operation of the document is a route (or one
+// of the door's own paths). A route added without documenting it, or
+// documented under another op, fails here.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	doc := docOperations(t)
+	want := map[string]map[string]string{}
+	for _, r := range routes {
+		p := docPath(r.pattern)
+		if want[p] == nil {
+			want[p] = map[string]string{}
+		}
+		want[p][r.method] = string(r.op)
+	}
+	for _, r := range routes {
+		p := docPath(r.pattern)
+		if got, ok := doc[p][r.method]; !ok {
+			t.Errorf("route %s %s is not in openapi.json", r.method, r.pattern)
+		} else if got != string(r.op) {
+			t.Errorf("%s %s: operationId %q, want the route's op %q", r.method, p, got, r.op)
+		}
+	}
+	for p, ops := range doc {
+		if slices.Contains(ownPaths, p) {
+			if !slices.Equal(slices.Collect(maps.Keys(ops)), []string{"GET"}) {
+				t.Errorf("%s: documented methods %v, want GET", p, slices.Collect(maps.Keys(ops)))
+			}
+			continue
+		}
+		for m := range ops {
+			if _, ok := want[p][m]; !ok {
+				t.Errorf("openapi.json documents %s %s, which is no route", m, p)
+			}
+		}
+	}
+}
+
+// TestOpenAPIDocumentIsValid: the document is valid OpenAPI 3.1 (against
+// the specification's schema) and every $ref in it resolves.
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	doc, err := libopenapi.NewDocument(OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("building the validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		for _, e := range verrs {
+			t.Errorf("%s: %s", e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				t.Errorf("  %s at %s (%s)", se.Reason, se.FieldPath, se.KeywordLocation)
+			}
+		}
+	}
+	if _, err := doc.BuildV3Model(); err != nil {
+		t.Fatalf("model: %v", err)
+	}
+	if !json.Valid(OpenAPI()) || bytes.Contains(OpenAPI(), []byte("../shared")) {
+		t.Fatal("openapi.json is not self-contained JSON")
+	}
+}
+
+// TestOpenAPIServed: GET /openapi.json answers the embedded document
+// without a key; another method is 405 with Allow.
+func TestOpenAPIServed(t *testing.T) {
+	e := newDoorEnv(t, Config{}, true)
+	r := e.do(t, "", "GET", "/openapi.json", "", nil)
+	if r.status != 200 || !bytes.Equal(r.body, OpenAPI()) {
+		t.Fatalf("GET /openapi.json: %d, %d bytes; want 200 and the document", r.status, len(r.body))
+	}
+	r = e.do(t, "", "POST", "/openapi.json", "{}", nil)
+	expectError(t, r, 405, jsonShape, "method_not_allowed", "POST")
+	if got := r.header.Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("Allow %q, want %q", got, "GET, HEAD")
+	}
+}
+
+// TestMethodNotAllowedListsAllow: a 405 carries Allow with the methods the
+// route table has for the path — for every path of the table, checked
+// against the methods the OpenAPI document lists for it.
+func TestMethodNotAllowedListsAllow(t *testing.T) {
+	e := newDoorEnv(t, Config{}, true)
+	fill := strings.NewReplacer("{ws}", "default", "{agent}", "agt_x", "{run}", "run_x", "{variation}", "var_x",
+		"{version}", "3", "{key}", "key_x", "{reward}", "rw_x", "{task}", "aicme/example-001")
+	for p, ops := range docOperations(t) {
+		if slices.Contains(ownPaths, p) {
+			continue
+		}
+		methods := slices.Collect(maps.Keys(ops))
+		sort.Strings(methods)
+		t.Run(p, func(t *testing.T) {
+			sh := jsonShape
+			if strings.HasPrefix(p, "/v1/workspaces") {
+				sh = rpcShape
+			}
+			r := e.do(t, adminKey, "PATCH", fill.Replace(p), "", nil)
+			code := any("method_not_allowed")
+			if sh == rpcShape {
+				code = 12.0
+			}
+			expectError(t, r, 405, sh, code, "PATCH")
+			got := strings.Split(r.header.Get("Allow"), ", ")
+			sort.Strings(got)
+			if !slices.Equal(got, methods) {
+				t.Errorf("Allow %q, want %v", r.header.Get("Allow"), methods)
+			}
+		})
+	}
+	// Explicitly, in table order.
+	for _, tc := range []struct{ path, allow string }{
+		{"/v1/workspaces", "GET, POST"},
+		{"/api/v1/agents/agt_x/objective", "GET, PUT"},
+		{"/v1/workspaces/default/api-keys/key_x", "DELETE"},
+		{"/v1/tasks/aicme/example-001/calibration", "GET"},
+	} {
+		r := e.do(t, adminKey, "PATCH", tc.path, "", nil)
+		if r.status != 405 || r.header.Get("Allow") != tc.allow {
+			t.Errorf("PATCH %s: %d, Allow %q; want 405, Allow %q", tc.path, r.status, r.header.Get("Allow"), tc.allow)
+		}
+	}
+}
