@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/plaudit/plaudit/internal/jsontest"
+	"github.com/plaudit/plaudit/internal/openapitest"
 )
 
 // adminKey is the PLAUDIT_BOOTSTRAP_KEY of every test server.
@@ -43,6 +44,11 @@ func (c *clock) Advance(d time.Duration) {
 // to call again after an explicit Close).
 func startServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
+	// Built before the server starts, so its first request is not slowed by
+	// parsing the document (seconds under -race) in a test that counts time.
+	if _, err := theOpenAPI(); err != nil {
+		t.Fatal(err)
+	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
@@ -106,10 +112,16 @@ func (r response) json(t *testing.T) map[string]any {
 }
 
 // request sends one request. A non-empty body is sent as application/json
-// unless hdr sets Content-Type.
+// unless hdr sets Content-Type. The answer is held to the OpenAPI document
+// (the request is not: tests send invalid ones on purpose).
 func (c *client) request(method, path, body string, hdr map[string]string) response {
 	c.t.Helper()
-	r, err := c.rawSend(method, path, body, hdr)
+	req, err := c.build(method, path, body, hdr)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	sent := openapitest.Exchange{Method: method, URL: req.URL.String(), Header: req.Header.Clone(), Body: []byte(body)}
+	r, err := c.send(req)
 	if err != nil {
 		c.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -123,7 +135,26 @@ func (c *client) request(method, path, body string, hdr map[string]string) respo
 	if !jsontest.Valid(r.body) {
 		c.t.Fatalf("%s %s: %d response body is not JSON in UTF-8: %q", method, path, r.status, r.body)
 	}
+	sent.Status, sent.RespHeader, sent.RespBody = r.status, r.header, r.body
+	c.conform(sent, false)
 	return r
+}
+
+// conform fails the test unless x's answer (and request, when
+// validRequest) is what the OpenAPI document says.
+func (c *client) conform(x openapitest.Exchange, validRequest bool) {
+	c.t.Helper()
+	if strings.HasSuffix(x.URL, "/openapi.json") {
+		return // the document itself, checked byte for byte in TestOpenAPIConformance
+	}
+	oa, err := theOpenAPI()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if v := oa.Check(x, validRequest, errorSchema); v != "" {
+		c.t.Errorf("%s %s: %d answer does not conform to openapi.json:\n%s\nrequest %s\nanswer %s",
+			x.Method, x.URL, x.Status, v, clip(x.Body), clip(x.RespBody))
+	}
 }
 
 // must sends a request and fails the test unless the status is want; it
@@ -149,13 +180,22 @@ var (
 // Unlike client.request it neither fails the test (goroutines may call it)
 // nor insists on a fresh X-Request-Id (a replay repeats the first one).
 func (c *client) rawSend(method, path, body string, hdr map[string]string) (response, error) {
+	req, err := c.build(method, path, body, hdr)
+	if err != nil {
+		return response{}, err
+	}
+	return c.send(req)
+}
+
+// build makes a request as the client sends it.
+func (c *client) build(method, path, body string, hdr map[string]string) (*http.Request, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
-		return response{}, err
+		return nil, err
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -166,6 +206,18 @@ func (c *client) rawSend(method, path, body string, hdr map[string]string) (resp
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	return req, nil
+}
+
+// clip shortens a body quoted in a failure.
+func clip(b []byte) []byte {
+	if len(b) > 600 {
+		return append(b[:600:600], "…"...)
+	}
+	return b
+}
+
+func (c *client) send(req *http.Request) (response, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return response{}, err

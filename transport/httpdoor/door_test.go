@@ -24,6 +24,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/internal/jsontest"
+	"github.com/plaudit/plaudit/internal/openapitest"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/tenancy"
@@ -62,6 +63,11 @@ func newTCPDoorEnv(t *testing.T, cfg Config) *doorEnv {
 
 func serveDoorEnv(t *testing.T, cfg Config, ready bool, ln net.Listener, dial func() (net.Conn, error)) *doorEnv {
 	t.Helper()
+	// Built before the door serves, so its first request is not slowed by
+	// parsing the document (seconds under -race) in a test that counts time.
+	if _, err := theOpenAPI(); err != nil {
+		t.Fatal(err)
+	}
 	store, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +163,10 @@ func (e *doorEnv) do(t *testing.T, key, method, path, body string, hdr map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.check(t, response{line: resp.Proto + " " + resp.Status, status: resp.StatusCode, header: resp.Header, body: b})
+	r := e.check(t, response{line: resp.Proto + " " + resp.Status, status: resp.StatusCode, header: resp.Header, body: b})
+	conform(t, openapitest.Exchange{Method: method, URL: req.URL.String(), Header: req.Header, Body: []byte(body),
+		Status: r.status, RespHeader: r.header, RespBody: r.body})
+	return r
 }
 
 // raw writes a request byte for byte on a new connection and reads one
