@@ -16,6 +16,3 @@ var openAPI []byte
 // OpenAPI returns the OpenAPI document the door serves at GET /openapi.json.
 // The slice is shared: do not modify it.
 func OpenAPI() []byte { return openAPI }
-
-// docMethods are the methods /openapi.json answers.
-var docMethods = []string{"GET", "HEAD"}
