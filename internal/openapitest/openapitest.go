@@ -117,6 +117,11 @@ func (d *Doc) Check(x Exchange, validRequest bool, errorSchema func(path string)
 	} else {
 		_, errs = d.v.ValidateHttpResponse(req, resp)
 	}
+	return report(errs)
+}
+
+// report renders violations one per line.
+func report(errs []*liberrors.ValidationError) string {
 	var b strings.Builder
 	for _, e := range errs {
 		fmt.Fprintf(&b, "%s: %s\n", e.Message, e.Reason)
@@ -125,6 +130,15 @@ func (d *Doc) Check(x Exchange, validRequest bool, errorSchema func(path string)
 		}
 	}
 	return b.String()
+}
+
+// CheckRequest validates x's request alone (its answer is not looked at),
+// as Check does.
+func (d *Doc) CheckRequest(x Exchange) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, errs := d.v.ValidateHttpRequest(x.request())
+	return report(errs)
 }
 
 // Operations reads spec's operations: path template → method (upper case)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -186,5 +187,44 @@ func TestMethodNotAllowedListsAllow(t *testing.T) {
 		if r.status != 405 || r.header.Get("Allow") != tc.allow {
 			t.Errorf("PATCH %s: %d, Allow %q; want 405, Allow %q", tc.path, r.status, r.header.Get("Allow"), tc.allow)
 		}
+	}
+}
+
+// TestOpenAPIExamplesAreValidRequests: every request body example of the
+// document, sent to its operation as a client would, passes the document's
+// own validation, so the examples users copy cannot drift from the schemas.
+func TestOpenAPIExamplesAreValidRequests(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct{ Example json.RawMessage }
+			}
+		}
+	}
+	if err := json.Unmarshal(OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	oa, err := theOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := strings.NewReplacer("{ws}", "default", "{agent}", "agt_x", "{run}", "run_x", "{version}", "j2")
+	n := 0
+	for p, ops := range doc.Paths {
+		for m, op := range ops {
+			ex := op.RequestBody.Content["application/json"].Example
+			if ex == nil {
+				continue
+			}
+			n++
+			hdr := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + adminKey}}
+			x := openapitest.Exchange{Method: strings.ToUpper(m), URL: "http://plaudit.test" + fill.Replace(p), Header: hdr, Body: ex}
+			if v := oa.CheckRequest(x); v != "" {
+				t.Errorf("the example of %s %s is not a valid request:\n%s", m, p, v)
+			}
+		}
+	}
+	if n < 10 {
+		t.Errorf("%d request examples, want the main operations' (at least 10)", n)
 	}
 }
