@@ -206,9 +206,23 @@ func TestOpenAPIConformance(t *testing.T) {
 	}
 
 	// The common errors, in both shapes.
-	cf.step(adminKey, "PUT", a+"/objective", `{"definition": {"terms": [{"signal": "x", "weight": 1, "scale": [5, 1]}]}}`, nil, 400, true)
-	cf.step(adminKey, "POST", a+"/signals", `{"kind": "bad kind!", "value": 1, "run_id": "`+run+`"}`, nil, 400, false)
-	cf.step(adminKey, "POST", w+"/objectives/"+run+"/feedback", `{"metadata": {}, "data": {"score": 2}}`, nil, 400, false)
+	for _, tc := range []struct {
+		method, path, body string
+		valid              bool
+		message            []any // where the message is, in the path's error shape
+		field              string
+	}{
+		{"PUT", a + "/objective", `{"definition": {"terms": [{"signal": "x", "weight": 1, "scale": [5, 1]}]}}`, true,
+			[]any{"error", "message"}, "definition.terms[0].scale"},
+		{"POST", a + "/signals", `{"kind": "bad kind!", "value": 1, "run_id": "` + run + `"}`, false, []any{"error", "message"}, "kind"},
+		{"POST", w + "/objectives/" + run + "/feedback", `{"metadata": {}, "data": {"score": 2}}`, false, []any{"message"}, "data.score"},
+		{"POST", j, `{"value": {"kind": "review", "value": 3}}`, false, []any{"error", "message"}, "value.value"},
+	} {
+		e := cf.step(adminKey, tc.method, tc.path, tc.body, nil, 400, tc.valid)
+		if msg := str(t, e, tc.message...); !strings.HasPrefix(msg, tc.field+":") {
+			t.Errorf("%s %s: message %q does not name %s", tc.method, tc.path, msg, tc.field)
+		}
+	}
 	cf.step(adminKey, "GET", a+"/versions/3/rewards?limit=0", "", nil, 400, false)
 	cf.step(adminKey, "POST", "/v1/rewards", `{"task": {"id": "acme/checks"}, "answer": "x"}`, wait0, 201, true)
 	cf.step(adminKey, "POST", "/v1/rewards", `{"task": {"id": "acme/checks"}, "answer": "x"}`, map[string]string{"Prefer": "wait=500"}, 400, true)
