@@ -154,19 +154,19 @@ func TestHotOperations(t *testing.T) {
 			}
 
 			v := 0.5
-			rep, err := c.Report(ctx, run.ID, client.ReportRequest{Scorer: "ci.tests", Value: &v, Detail: map[string]any{"suite": "unit"}})
+			rep, err := c.Report(ctx, agent, run.ID, client.ReportRequest{Scorer: "ci.tests", Value: &v, Detail: map[string]any{"suite": "unit"}})
+			if err != nil || rep.JobID != run.ID || rep.Kind != "external" || rep.Scorer != "ci.tests" || *rep.Value != 0.5 || string(rep.DetailJSON) != `{"suite":"unit"}` {
+				t.Fatalf("Report = %+v, %v", rep, err)
+			}
+			got, err := c.GetJudgedReward(ctx, jr.ID, 0)
 			switch d.name {
 			case "http":
-				if err != nil || rep.JobID != run.ID || rep.Kind != "external" || rep.Scorer != "ci.tests" || *rep.Value != 0.5 || string(rep.DetailJSON) != `{"suite":"unit"}` {
-					t.Fatalf("Report = %+v, %v", rep, err)
-				}
-				got, err := c.GetJudgedReward(ctx, jr.ID, 0)
 				if err != nil || got.ID != jr.ID || got.Status != "scored" {
 					t.Fatalf("GetJudgedReward = %+v, %v", got, err)
 				}
 			case "nats":
 				if !errors.Is(err, client.ErrUnsupported) {
-					t.Fatalf("Report over NATS: %v, want ErrUnsupported", err)
+					t.Fatalf("GetJudgedReward over NATS: %v, want ErrUnsupported", err)
 				}
 			}
 		})

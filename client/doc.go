@@ -15,6 +15,6 @@
 // MaxWait; the call gives up at MaxAttempts (5), or when the context's
 // deadline would pass before the next attempt, with the last error.
 //
-// What the NATS door does not serve (reports, reading a judged reward,
-// creating agents, Do) returns ErrUnsupported on a NATS client.
+// What the NATS door does not serve (reading a judged reward, creating
+// agents, Do) returns ErrUnsupported on a NATS client.
 package client

@@ -118,7 +118,7 @@ func ExampleClient_Report() {
 		log.Fatal(err)
 	}
 	v := 0.92
-	rep, err := c.Report(ctx, job.ID, client.ReportRequest{Kind: "external", Scorer: "ci.tests", Value: &v,
+	rep, err := c.Report(ctx, agent.ID, job.ID, client.ReportRequest{Kind: "external", Scorer: "ci.tests", Value: &v,
 		Detail: map[string]any{"suite": "unit", "passed": 46}, IdempotencyKey: "ci-run-812"})
 	if err != nil {
 		log.Fatal(err)

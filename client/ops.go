@@ -61,11 +61,13 @@ func (c *Client) reward(ctx context.Context, agent, run string, q url.Values, me
 		query: q, op: "reward", agent: agent, members: append([][2]string{{"run_id", run}}, members...), out: out})
 }
 
-// Report posts a seed-001 reward report on job (a run): reporting the same
-// scorer and turn again replaces its value. HTTP only.
-func (c *Client) Report(ctx context.Context, job string, req ReportRequest) (*Report, error) {
+// Report posts a seed-001 reward report on job (a run of agent): reporting
+// the same scorer and turn again replaces its value. NATS addresses the
+// agent; HTTP needs only the job.
+func (c *Client) Report(ctx context.Context, agent, job string, req ReportRequest) (*Report, error) {
 	out := new(Report)
 	return out, c.do(ctx, &call{method: http.MethodPost, path: "/v1/jobs/" + seg(job) + "/rewards",
+		op: "report", agent: agent, members: [][2]string{{"run_id", job}},
 		in: req, write: true, key: req.IdempotencyKey, out: out})
 }
 

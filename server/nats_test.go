@@ -92,6 +92,10 @@ func TestNATSDoorSelectSignalFeedbackReward(t *testing.T) {
 	if at(t, fb, "data", "score") != 1.0 {
 		t.Fatalf("feedback reply = %v", fb)
 	}
+	rep := nc.must(subj("report"), `{"run_id": "`+runID+`", "scorer": "rubric", "value": 0.5, "turn_id": "t1"}`)
+	if rep["job_id"] != runID || rep["value"] != 0.5 {
+		t.Fatalf("report reply = %v", rep)
+	}
 	fin := nc.must(subj("finish"), `{"run_id": "`+runID+`", "succeeded": true}`)
 	if fin["status"] != "succeeded" {
 		t.Fatalf("finish reply = %v", fin)
@@ -110,6 +114,10 @@ func TestNATSDoorSelectSignalFeedbackReward(t *testing.T) {
 	if n := len(signals["items"].([]any)); n != 3 { // human.rating, feedback, run.succeeded
 		t.Fatalf("run has %d signals over HTTP, want 3", n)
 	}
+	evidence := api.must(200, "GET", "/v1/jobs/"+runID+"/rewards", "")
+	if items := evidence["items"].([]any); len(items) != 2 || items[0].(map[string]any)["id"] != rep["id"] {
+		t.Fatalf("job evidence over HTTP = %v, want the NATS report, then the feedback", evidence)
+	}
 }
 
 func TestNATSDoorErrors(t *testing.T) {
@@ -117,6 +125,7 @@ func TestNATSDoorErrors(t *testing.T) {
 	api := newClient(t, s, adminKey)
 	agent := api.must(201, "POST", "/api/v1/agents", `{"name": "nats"}`)["id"].(string)
 	run := api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`)["id"].(string)
+	other := api.must(201, "POST", "/api/v1/agents", `{"name": "other"}`)["id"].(string)
 	ws := api.must(201, "POST", "/v1/workspaces", `{"name": "other"}`)["id"].(string)
 	otherKey := api.must(201, "POST", "/v1/workspaces/"+ws+"/api-keys", `{"name": "k"}`)["key"].(string)
 	nc := newNATSClient(t, s, adminKey)
@@ -137,6 +146,9 @@ func TestNATSDoorErrors(t *testing.T) {
 		{"feedback score out of range", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 2}}`, 400, "invalid_request"},
 		{"unknown variation", adminKey, subj("variation"), `{"variation_id": "var_nope"}`, 404, "not_found"},
 		{"pin unknown variation", adminKey, subj("select"), `{"variation_id": "var_nope"}`, 404, "not_found"},
+		{"report without run", adminKey, subj("report"), `{"scorer": "s", "value": 1}`, 400, "invalid_request"},
+		{"report on another agent's run", adminKey, "plaudit.v1.default." + other + ".report", `{"run_id": "` + run + `", "scorer": "s", "value": 1}`, 404, "not_found"},
+		{"report value out of shape", adminKey, subj("report"), `{"run_id": "` + run + `", "scorer": "s", "value": "x"}`, 400, "invalid_request"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,7 +210,7 @@ func TestNATSServiceIsDiscoverable(t *testing.T) {
 	for _, e := range info.Endpoints {
 		subjects[e.Subject] = true
 	}
-	for _, op := range []string{"select", "finish", "signal", "feedback", "reward", "variation"} {
+	for _, op := range []string{"select", "finish", "signal", "feedback", "reward", "variation", "report"} {
 		if !subjects[fmt.Sprintf("plaudit.v1.*.*.%s", op)] {
 			t.Errorf("endpoint %s missing from $SRV.INFO: %v", op, subjects)
 		}

@@ -216,7 +216,17 @@ func (c *call) reportReward() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	runID, agent, err := c.run(nil)
+	// Over HTTP the job alone names the run; the NATS door names its agent
+	// too, which must then own it.
+	var owner *engine.AgentInfo
+	if c.req.Target.Agent != "" {
+		a, err := c.agent()
+		if err != nil {
+			return result{}, err
+		}
+		owner = &a
+	}
+	runID, agent, err := c.run(owner)
 	if err != nil {
 		return result{}, notFound("job", c.req.Target.Run)
 	}

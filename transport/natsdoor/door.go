@@ -73,6 +73,7 @@ var operations = map[string]operation{
 	"reward":    {op: api.GetReward, target: "run_id"},
 	"feedback":  {op: api.CreateFeedback, target: "objectiveId"},
 	"variation": {op: api.GetVariation, target: "variation_id"},
+	"report":    {op: api.ReportReward, target: "run_id"},
 }
 
 // judgedRewards is the agent token of plaudit.v1.<ws>.tasks.reward, seed
@@ -106,13 +107,13 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 	ms, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     cfg.Version,
-		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation",
+		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation, report",
 	})
 	if err != nil {
 		d.workers.Close()
 		return nil, fmt.Errorf("nats service: %w", err)
 	}
-	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation"} {
+	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation", "report"} {
 		err := ms.AddEndpoint(name, micro.HandlerFunc(d.handle),
 			micro.WithEndpointSubject("plaudit.v1.*.*."+name),
 			micro.WithEndpointPendingLimits(cfg.PendingMsgs, cfg.PendingMsgs*4096))
