@@ -52,6 +52,7 @@ const (
 	ListVariations      Op = "list_variations"
 	CreateVariation     Op = "create_variation"
 	GetVariation        Op = "get_variation"
+	AgentOverview       Op = "agent_overview" // the console's agent at a glance
 
 	// Seed 001: reward reports on a job (a run).
 	ReportReward Op = "report_reward"

@@ -38,6 +38,7 @@ var handlers = map[Op]handler{
 	ListVariations:      {fn: (*call).listVariations},
 	CreateVariation:     {fn: (*call).createVariation, write: true},
 	GetVariation:        {fn: (*call).getVariation},
+	AgentOverview:       {fn: (*call).agentOverview},
 
 	ReportReward: {fn: (*call).reportReward, write: true},
 	ListEvidence: {fn: (*call).listEvidence},

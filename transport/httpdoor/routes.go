@@ -63,6 +63,7 @@ var routes = []route{
 	{"GET", "/api/v1/agents/{agent}/variations", api.ListVariations},
 	{"POST", "/api/v1/agents/{agent}/variations", api.CreateVariation},
 	{"GET", "/api/v1/agents/{agent}/variations/{variation}", api.GetVariation},
+	{"GET", "/api/v1/agents/{agent}/overview", api.AgentOverview},
 
 	{"POST", "/v1/jobs/{run}/rewards", api.ReportReward},
 	{"GET", "/v1/jobs/{run}/rewards", api.ListEvidence},
