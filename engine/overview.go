@@ -48,9 +48,10 @@ type VariationSelections struct {
 
 // Overview computes the agent's overview at now: run counts in each of
 // windows, and selections in buckets buckets of width bucket (both ≥ 1).
-// It evaluates every run's reward under the current objective, so it costs
-// what a version summary of all runs costs.
-func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bucket time.Duration) Overview {
+// With rewards it evaluates every run's reward under the current objective
+// for Mean and Matured, which costs what a version summary of all runs
+// costs; without, they stay nil and 0 and the rest is a count.
+func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bucket time.Duration, rewards bool) Overview {
 	ov, _ := a.Objective(-1) // the current version always exists
 	o := Overview{Seq: a.seq, ObjectiveVersion: ov.Version, Runs: len(a.runList), RunsSince: make([]int, len(windows)),
 		Feedback: len(a.feedback), Bucket: bucket}
@@ -81,6 +82,9 @@ func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bu
 		}
 		if c, ok := col[r.VariationID]; ok && !r.CreatedAt.Before(o.Start) && r.CreatedAt.Before(end) {
 			o.Selections[c].Counts[int(r.CreatedAt.Sub(o.Start)/bucket)]++
+		}
+		if !rewards {
+			continue
 		}
 		rw := a.rewardIn(&arena, i, ov, now)
 		if !rw.Matured {

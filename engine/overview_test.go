@@ -32,7 +32,7 @@ func TestOverview(t *testing.T) {
 	h.must(RecordFeedback{RunID: runs[0].ID, Score: &score})
 	now := h.now.Add(30 * time.Minute) // 239.5 h after the first run
 
-	o := h.a.Overview(now, []time.Duration{24 * time.Hour, 7 * 24 * time.Hour}, 24, time.Hour)
+	o := h.a.Overview(now, []time.Duration{24 * time.Hour, 7 * 24 * time.Hour}, 24, time.Hour, true)
 	if o.Runs != 240 || o.Seq != h.a.LastSeq() || o.Feedback != 1 || o.ObjectiveVersion != 0 {
 		t.Errorf("runs %d seq %d/%d feedback %d objective %d", o.Runs, o.Seq, h.a.LastSeq(), o.Feedback, o.ObjectiveVersion)
 	}
@@ -47,7 +47,7 @@ func TestOverview(t *testing.T) {
 	// Later, once the finished runs have matured: the same figures as the
 	// version summaries', summed over versions.
 	later := now.Add(30 * 24 * time.Hour)
-	mo := h.a.Overview(later, nil, 1, time.Hour)
+	mo := h.a.Overview(later, nil, 1, time.Hour, true)
 	matured := 0
 	for _, v := range want {
 		s, err := h.a.VersionRewards(v.Version, -1, 0, later)
@@ -61,6 +61,9 @@ func TestOverview(t *testing.T) {
 	}
 	if mo.Matured != matured || mo.Matured != 10 {
 		t.Errorf("matured %d, summaries say %d", mo.Matured, matured)
+	}
+	if cheap := h.a.Overview(later, nil, 1, time.Hour, false); cheap.Matured != 0 || cheap.Mean != nil || cheap.Runs != 240 {
+		t.Errorf("without rewards: matured %d mean %v runs %d", cheap.Matured, cheap.Mean, cheap.Runs)
 	}
 	if mo.Mean == nil || *mo.Mean != 0.75 { // five ratings of 0.5, five of 1
 		t.Errorf("mean = %v", mo.Mean)

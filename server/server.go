@@ -24,6 +24,7 @@ import (
 	"github.com/plaudit/plaudit/backup"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/console"
 	"github.com/plaudit/plaudit/transport/httpdoor"
 	"github.com/plaudit/plaudit/transport/natsdoor"
 	"github.com/plaudit/plaudit/transport/tenancy"
@@ -69,6 +70,12 @@ type Config struct {
 	// "127.0.0.1:9090"), and not on the HTTP door; empty serves it on the
 	// HTTP door, unauthenticated like /healthz.
 	MetricsAddr string
+	// NoConsole leaves the web console (transport/console) off the HTTP
+	// door; by default it is served at /ui/.
+	NoConsole bool
+	// ConsolePoll is how often the console's agent page polls for changes
+	// (3s).
+	ConsolePoll time.Duration
 
 	Now     func() time.Time
 	Version string // reported by the NATS service's $SRV.INFO
@@ -183,9 +190,15 @@ func (s *Server) start() (err error) {
 			return err
 		}
 	}
+	var ui http.Handler
+	if !cfg.NoConsole {
+		if ui, err = console.New(console.Config{Poll: cfg.ConsolePoll, Logger: cfg.Logger}, s.service); err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+	}
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
 		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics,
-		Backup: s.backup}, s.service)
+		Backup: s.backup, UI: ui}, s.service)
 	// Every door listens: only now may the first start write its account
 	// and admin key.
 	if s.AdminKey, err = s.tenancy.Bootstrap(cfg.BootstrapKey); err != nil {

@@ -22,6 +22,7 @@ const (
 	DoorNone Door = iota
 	DoorHTTP
 	DoorNATS
+	DoorConsole // the web console (transport/console)
 	numDoors
 )
 
@@ -31,6 +32,8 @@ func (d Door) String() string {
 		return "http"
 	case DoorNATS:
 		return "nats"
+	case DoorConsole:
+		return "console"
 	}
 	return "none"
 }

@@ -11,13 +11,15 @@ import (
 
 // agentOverview answers an agent at a glance (engine.Overview):
 //
-//	GET /api/v1/agents/{agent}/overview[?buckets=24&bucket_s=3600]
+//	GET /api/v1/agents/{agent}/overview[?buckets=24&bucket_s=3600&rewards=false]
 //	→ {agent_id, seq, objective_version, runs, runs_24h, runs_7d, matured, mean,
 //	   feedback_count, versions: [{version, runs}],
 //	   selections: {start, bucket_s, items: [{variation_id, name, counts}]}}
 //
 // buckets is 1–400 (24), bucket_s 60–2592000 (3600). A run without a
-// release label counts under version null.
+// release label counts under version null. rewards=false skips evaluating
+// every run's reward: mean is then null and matured 0 (a cheap read of seq
+// and the counts, for polling).
 func (c *call) agentOverview() (result, error) {
 	agent, err := c.agent()
 	if err != nil {
@@ -31,9 +33,10 @@ func (c *call) agentOverview() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	rewards := c.req.arg("rewards") != "false"
 	windows := []time.Duration{24 * time.Hour, 7 * 24 * time.Hour}
 	o, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, now time.Time) (engine.Overview, error) {
-		return a.Overview(now, windows, buckets, time.Duration(bucketS)*time.Second), nil
+		return a.Overview(now, windows, buckets, time.Duration(bucketS)*time.Second, rewards), nil
 	})
 	if err != nil {
 		return result{}, err

@@ -36,5 +36,9 @@ func TestAgentOverview(t *testing.T) {
 	if n := len(list(t, o, "selections", "items", 0, "counts")); n != 7 {
 		t.Errorf("%d daily buckets, want 7", n)
 	}
+	o = c.must(200, "GET", "/api/v1/agents/"+a+"/overview?rewards=false", "")
+	expect(t, o, nil, "mean")
+	expect(t, o, 0.0, "matured")
+	expect(t, o, 2.0, "runs")
 	apiError(t, c.request("GET", "/api/v1/agents/"+a+"/overview?buckets=0", "", nil), 400, "invalid_request", "buckets")
 }

@@ -54,7 +54,15 @@ type Config struct {
 	// func that writes it as the body (called exactly once), or the error
 	// to answer instead. nil leaves the path a 404.
 	Backup func() (stream func(w io.Writer) error, err error)
+	// UI serves the web console: every path under /ui/ (and /ui and /,
+	// redirected to /ui/). It authenticates its own requests (a session,
+	// not an Authorization header) and calls the service itself; the door
+	// only hands it the request. nil leaves those paths to the API (404).
+	UI http.Handler
 }
+
+// uiPrefix is where Config.UI is served.
+const uiPrefix = "/ui/"
 
 // Door is the HTTP door over one service.
 type Door struct {
@@ -63,6 +71,7 @@ type Door struct {
 	srv     *fasthttp.Server
 	budget  *budget
 	metrics fasthttp.RequestHandler // nil without Config.Metrics
+	ui      fasthttp.RequestHandler // nil without Config.UI
 }
 
 // New returns the door over svc.
@@ -92,6 +101,9 @@ func New(cfg Config, svc *api.Service) *Door {
 	d := &Door{cfg: cfg, svc: svc, budget: newBudget(cfg.BodyBudget)}
 	if cfg.Metrics != nil {
 		d.metrics = fasthttpadaptor.NewFastHTTPHandler(cfg.Metrics)
+	}
+	if cfg.UI != nil {
+		d.ui = fasthttpadaptor.NewFastHTTPHandler(cfg.UI)
 	}
 	d.srv = &fasthttp.Server{
 		Handler:            d.Handle,
@@ -145,6 +157,12 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	case path == "/openapi.json":
 		d.serveOpenAPI(ctx, req)
+		return
+	case d.ui != nil && strings.HasPrefix(path, uiPrefix):
+		d.ui(ctx)
+		return
+	case d.ui != nil && (path == "/" || path == "/ui") && (ctx.IsGet() || ctx.IsHead()):
+		ctx.Redirect(uiPrefix, fasthttp.StatusFound)
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {

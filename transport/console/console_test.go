@@ -1,0 +1,196 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var (
+	csrfRE  = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+	curveRE = regexp.MustCompile(`<path class="curve" d="[^"]+" stroke="[^"]+" data-variation="([^"]+)" data-name="([^"]+)" data-mean="([^"]+)"`)
+)
+
+func urlEncode(s string) string { return url.QueryEscape(s) }
+
+func cookie(t *testing.T, p page) *http.Cookie {
+	t.Helper()
+	for _, line := range p.header.Values("Set-Cookie") {
+		c, err := http.ParseSetCookie(line)
+		if err == nil && c.Name == "plaudit_session" {
+			return c
+		}
+	}
+	t.Fatalf("no session cookie in %v", p.header)
+	return nil
+}
+
+func TestSignInSessionsAndCSRF(t *testing.T) {
+	e := start(t)
+	b := e.browser()
+
+	// Signed out, a page sends to the sign-in form, which keeps the way back.
+	p := b.get("/ui/agents")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/ui/signin?next=") {
+		t.Fatalf("signed out: %d → %q", p.status, p.header.Get("Location"))
+	}
+	if p := b.get("/"); p.status != http.StatusFound || !strings.HasSuffix(p.header.Get("Location"), "/ui/") {
+		t.Errorf("GET / → %d %q, want a redirect to /ui/", p.status, p.header.Get("Location"))
+	}
+	p = b.get("/ui/signin")
+	visitor := cookie(t, p)
+	if !visitor.HttpOnly || visitor.SameSite != http.SameSiteStrictMode || visitor.Secure || visitor.Path != "/ui/" {
+		t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /ui/", visitor)
+	}
+	if p.header.Get("Content-Security-Policy") == "" || p.header.Get("X-Frame-Options") != "DENY" {
+		t.Errorf("headers %v", p.header)
+	}
+	cases := []struct {
+		name   string
+		form   map[string]string
+		status int
+		body   string
+	}{
+		{"no token", map[string]string{"key": adminKey}, http.StatusForbidden, "stale"},
+		{"wrong token", map[string]string{"key": adminKey, "csrf": strings.Repeat("0", 64)}, http.StatusForbidden, "stale"},
+		{"wrong key", map[string]string{"key": "pl_nope", "csrf": b.csrf}, http.StatusUnauthorized, "not valid"},
+	}
+	for _, c := range cases {
+		if p := b.do("POST", "/ui/signin", c.form, nil); p.status != c.status || !strings.Contains(p.body, c.body) {
+			t.Errorf("%s: %d %q, want %d with %q", c.name, p.status, p.body, c.status, c.body)
+		}
+	}
+	// A good key starts a new session (not the visitor's id), and an
+	// off-site next is ignored.
+	p = b.do("POST", "/ui/signin", map[string]string{"key": adminKey, "csrf": b.csrf, "next": "https://evil.example/"}, nil)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/agents" {
+		t.Fatalf("sign-in: %d → %q", p.status, p.header.Get("Location"))
+	}
+	if signed := cookie(t, p); signed.Value == visitor.Value {
+		t.Error("the session id was not renewed at sign-in")
+	}
+	if p := b.get("/ui/agents"); p.status != 200 || !strings.Contains(p.body, "No agents") {
+		t.Fatalf("agents: %d", p.status)
+	}
+	// Behind a TLS proxy the cookie is Secure.
+	b2 := e.browser()
+	if c := cookie(t, b2.do("GET", "/ui/signin", nil, map[string]string{"X-Forwarded-Proto": "https"})); !c.Secure {
+		t.Error("cookie not Secure behind X-Forwarded-Proto: https")
+	}
+
+	// Sign-out is a CSRF-protected POST.
+	if p := b.do("POST", "/ui/signout", map[string]string{}, nil); p.status != http.StatusForbidden {
+		t.Errorf("sign-out without token: %d", p.status)
+	}
+	if p := b.do("POST", "/ui/signout", map[string]string{"csrf": b.csrf}, nil); p.status != http.StatusSeeOther {
+		t.Errorf("sign-out: %d", p.status)
+	}
+	if p := b.get("/ui/agents"); p.status != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d, want a redirect to sign in", p.status)
+	}
+}
+
+func TestKeySeesOnlyItsWorkspace(t *testing.T) {
+	e := start(t)
+	s := e.seed()
+	ws := e.api(adminKey, 201, "POST", "/v1/workspaces", map[string]any{"name": "other"})["id"].(string)
+	other := e.api(adminKey, 201, "POST", "/v1/workspaces/"+ws+"/api-keys", map[string]any{"name": "o"})["key"].(string)
+
+	b := e.browser()
+	b.signIn(other)
+	if p := b.get("/ui/agents"); p.status != 200 || strings.Contains(p.body, s.agent) {
+		t.Errorf("other workspace's agent list: %d, lists %s: %v", p.status, s.agent, strings.Contains(p.body, s.agent))
+	}
+	for _, path := range []string{"/ui/agents/" + s.agent, "/ui/agents/" + s.agent + "/runs/" + s.lowest, "/ui/agents/" + s.agent + "/objective"} {
+		if p := b.get(path); p.status != http.StatusNotFound {
+			t.Errorf("%s as another workspace: %d, want 404", path, p.status)
+		}
+	}
+	// A revoked key signs its sessions out at their next request.
+	keys := e.api(adminKey, 200, "GET", "/v1/workspaces/"+ws+"/api-keys", nil)["items"].([]any)
+	e.api(adminKey, 200, "DELETE", "/v1/workspaces/"+ws+"/api-keys/"+keys[0].(map[string]any)["id"].(string), nil)
+	if p := b.get("/ui/agents"); p.status != http.StatusSeeOther {
+		t.Errorf("revoked key: %d, want a redirect to sign in", p.status)
+	}
+}
+
+func TestAgentPages(t *testing.T) {
+	e := start(t)
+	s := e.seed()
+	b := e.browser()
+	b.signIn(adminKey)
+	a := "/ui/agents/" + s.agent
+
+	p := b.get("/ui/agents")
+	if p.status != 200 || !strings.Contains(p.body, `href="/ui/agents/`+s.agent+`"`) {
+		t.Fatalf("agents: %d", p.status)
+	}
+
+	p = b.get(a)
+	if p.status != 200 {
+		t.Fatalf("agent: %d %s", p.status, p.body)
+	}
+	curves := curveRE.FindAllStringSubmatch(p.body, -1)
+	var names []string
+	var means []float64
+	for _, c := range curves {
+		names = append(names, c[2])
+		m, _ := strconv.ParseFloat(c[3], 64)
+		means = append(means, m)
+	}
+	if !slices.Equal(names, s.byMean) {
+		t.Errorf("curves %v, want one per variation by mean %v", names, s.byMean)
+	}
+	if !slices.IsSortedFunc(means, func(x, y float64) int { return int(y*1e9 - x*1e9) }) {
+		t.Errorf("means %v not descending", means)
+	}
+	for _, want := range []string{`id="selections"`, "version 1", "version 2", "95 % interval"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("agent page lacks %q", want)
+		}
+	}
+
+	// The live poll answers the agent's sequence, which feedback moves.
+	seq := b.get(a + "/live").body
+	if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+		t.Fatalf("live: %q", seq)
+	}
+	e.api(adminKey, 200, "POST", "/v1/workspaces/default/objectives/"+s.lowest+"/feedback",
+		map[string]any{"metadata": map[string]any{}, "data": map[string]any{"score": 1}})
+	if now := b.get(a + "/live").body; now == seq {
+		t.Errorf("live sequence still %s after feedback", now)
+	}
+
+	p = b.get(a + "/versions?v=2&compare=1")
+	if p.status != 200 || strings.Count(p.body, `class="card version"`) != 2 || !strings.Contains(p.body, `class="bar"`) {
+		t.Errorf("versions: %d, %d columns", p.status, strings.Count(p.body, `class="card version"`))
+	}
+	if !strings.Contains(p.body, "/runs/"+s.lowest) {
+		t.Error("the lowest run is not listed on version 2")
+	}
+
+	p = b.get(a + "/runs/" + s.lowest)
+	for _, want := range []string{"ci.tests", "zendesk.ticket/42", "late", "received 1h after the horizon closed", `id="evidence"`, "&#34;passed&#34;: 3", "&#43;0.03"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+
+	p = b.get(a + "/objective?a=1&b=2")
+	for _, want := range []string{`<span class="d del"><i>-</i>      &#34;weight&#34;: 0.5,`, `<span class="d add"><i>&#43;</i>      &#34;weight&#34;: 0.7,`, "ratings weigh more"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("objective diff lacks %q", want)
+		}
+	}
+
+	if p := b.get("/ui/tasks?id=nope/1"); p.status != 200 || !strings.Contains(p.body, "No task") {
+		t.Errorf("unknown task: %d", p.status)
+	}
+	if p := b.get(a + "/runs/run_nope"); p.status != http.StatusNotFound {
+		t.Errorf("unknown run: %d", p.status)
+	}
+}

@@ -1,0 +1,141 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"math"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// palette holds the variations' colours, in the order they are drawn:
+// muted and told apart by people with the common colour-vision
+// deficiencies (Okabe–Ito, darkened for white backgrounds).
+var palette = []string{"#2f6db3", "#d08a1e", "#2a9d78", "#c0504d", "#7e5ba6", "#3e9fc2", "#b5689c", "#6b7a2a"}
+
+func colour(i int) string { return palette[i%len(palette)] }
+
+var funcs = template.FuncMap{
+	"num":    num,
+	"num3":   func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
+	"numptr": func(v *float64) string { return numPtr(v, 3) },
+	"pct": func(n, d int) string {
+		if d == 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(100*float64(n)/float64(d), 'f', 0, 64) + " %"
+	},
+	"share": func(n, d int) float64 {
+		if d == 0 {
+			return 0
+		}
+		return math.Round(1000*float64(n)/float64(d)) / 10
+	},
+	"pctnum":  func(v float64) float64 { return math.Round(1000*v) / 10 },
+	"pctspan": func(lo, hi float64) float64 { return max(math.Round(1000*(hi-lo))/10, 1) },
+	"list":    func(s ...string) []string { return s },
+	"pctf":    func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" },
+	"when":    when,
+	"whenptr": func(t *time.Time) string { return whenPtr(t) },
+	"str": func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	},
+	"colour": colour,
+	"add":    func(a, b int) int { return a + b },
+	"query":  url.QueryEscape,
+	"path":   url.PathEscape,
+	"op":     func(b byte) string { return string(b) },
+}
+
+func num(v float64) string {
+	if math.Abs(v) >= 1e6 || v != 0 && math.Abs(v) < 1e-3 {
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+func numPtr(v *float64, _ int) string {
+	if v == nil {
+		return "–"
+	}
+	return num(*v)
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func whenPtr(t *time.Time) string {
+	if t == nil {
+		return "–"
+	}
+	return when(*t)
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// parsePages parses each page template with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	names, err := fs.Glob(webFS, "web/templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := map[string]*template.Template{}
+	for _, n := range names {
+		base := strings.TrimSuffix(path.Base(n), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", n, err)
+		}
+		pages[base] = t
+	}
+	return pages, nil
+}
+
+// render writes a page: the layout around the named page, with the
+// session's CSRF token and who is signed in.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, s *session, status int, page string, data map[string]any) {
+	t := c.pages[page]
+	if t == nil {
+		http.Error(w, "no such page", http.StatusInternalServerError)
+		return
+	}
+	data["Prefix"] = Prefix
+	data["Path"] = r.URL.Path
+	if s != nil {
+		data["CSRF"] = s.csrf
+		if s.key != "" {
+			data["Who"] = s.principal.Name
+			data["Workspace"] = s.principal.Home
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		c.cfg.Logger.Error("console template", "page", page, "err", err)
+		http.Error(w, "page failed to render", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
