@@ -38,8 +38,9 @@ const Prefix = "/ui/"
 type Config struct {
 	// SessionTTL is how long a session lasts after its last request (12h).
 	SessionTTL time.Duration
-	// MaxSessions bounds the sessions kept in memory (10,000); past it the
-	// least recently used is dropped.
+	// MaxSessions bounds the signed-in sessions kept in memory, and apart
+	// from them the visitors' (10,000 each); past it the least recently
+	// used is dropped.
 	MaxSessions int
 	// Poll is how often the agent page asks whether the agent changed (3s).
 	Poll   time.Duration

@@ -17,6 +17,7 @@ import (
 type tick struct {
 	X, Y  float64
 	Label string
+	Align string // "" centred, "start" or "end" at the chart's edges
 }
 
 func unitTicks(f chart.Frame) []tick {
@@ -151,10 +152,11 @@ func (c *Console) agentData(s *session, id, window string) (agentView, error) {
 		v.Selections = append(v.Selections, selectionSeries{Name: it.Name, Colour: colour(i), Total: runs[it.VariationID], Bars: bars})
 	}
 	start, width := v.Overview.Selections.Start, time.Duration(v.Overview.Selections.BucketS)*time.Second
-	for _, b := range []int{0, win.buckets / 2, win.buckets} {
+	for i, b := range []int{0, win.buckets / 2, win.buckets} {
 		at := start.Add(time.Duration(b) * width)
 		label := at.UTC().Format("Jan 2 15:04")
-		v.SelTicks = append(v.SelTicks, tick{X: selectionsFrame.X(float64(b) / float64(win.buckets)), Y: selectionsFrame.Base() + 16, Label: label})
+		v.SelTicks = append(v.SelTicks, tick{X: selectionsFrame.X(float64(b) / float64(win.buckets)), Y: selectionsFrame.Base() + 16,
+			Label: label, Align: []string{"start", "", "end"}[i]})
 	}
 	return v, nil
 }
@@ -281,9 +283,9 @@ func (c *Console) versionsPage(w http.ResponseWriter, r *http.Request, s *sessio
 	for i := range objectives {
 		objectives[i] = i
 	}
-	ticks := []tick{{X: histogramFrame.X(0), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[0])},
+	ticks := []tick{{X: histogramFrame.X(0), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[0]), Align: "start"},
 		{X: histogramFrame.X(0.5), Y: histogramFrame.Base() + 16, Label: num((def.Bounds[0] + def.Bounds[1]) / 2)},
-		{X: histogramFrame.X(1), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[1])}}
+		{X: histogramFrame.X(1), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[1]), Align: "end"}}
 	c.render(w, r, s, http.StatusOK, "versions", map[string]any{"Title": "Rewards by version · " + ag.Name, "Agent": ag,
 		"Labels": labels, "Chosen": chosen, "Columns": cols, "Objectives": objectives, "ObjectiveVersion": objVersion,
 		"Current": ov.ObjectiveVersion, "Frame": histogramFrame, "Ticks": ticks, "Top": top, "Limit": summaryLimit})

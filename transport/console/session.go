@@ -26,6 +26,7 @@ type session struct {
 	key     string // "" until signed in
 	expires time.Time
 	elem    *list.Element
+	lru     *list.List // the one of sessions.lru it is in
 
 	principal tenancy.Principal // set per request by signedIn
 }
@@ -33,18 +34,20 @@ type session struct {
 // sessions are kept in memory, so a restart signs everyone out: a session
 // holds an API key, and keeping keys on disk beside their hashes would
 // undo the point of storing only hashes. Expiry slides with use (TTL after
-// the last request); past max, the least recently used goes.
+// the last request); past max, the least recently used goes. Visitors (not
+// signed in) and signed-in sessions are bounded apart, so a flood of
+// visits to the sign-in form cannot push anyone signed in out.
 type sessions struct {
 	mu   sync.Mutex
 	byID map[string]*session
-	lru  *list.List // front: most recently used
+	lru  [2]*list.List // visitors, signed in; front: most recently used
 	ttl  time.Duration
 	max  int
 	now  func() time.Time
 }
 
 func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
-	return &sessions{byID: map[string]*session{}, lru: list.New(), ttl: ttl, max: max, now: now}
+	return &sessions{byID: map[string]*session{}, lru: [2]*list.List{list.New(), list.New()}, ttl: ttl, max: max, now: now}
 }
 
 func token() string {
@@ -67,7 +70,7 @@ func (ss *sessions) get(id string) *session {
 		return nil
 	}
 	s.expires = now.Add(ss.ttl)
-	ss.lru.MoveToFront(s.elem)
+	s.lru.MoveToFront(s.elem)
 	cp := *s
 	return &cp
 }
@@ -76,11 +79,15 @@ func (ss *sessions) get(id string) *session {
 func (ss *sessions) create(key string) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	for ss.lru.Len() >= ss.max {
-		ss.drop(ss.lru.Back().Value.(*session))
+	lru := ss.lru[0]
+	if key != "" {
+		lru = ss.lru[1]
 	}
-	s := &session{id: token(), csrf: token(), key: key, expires: ss.now().Add(ss.ttl)}
-	s.elem = ss.lru.PushFront(s)
+	for lru.Len() >= ss.max {
+		ss.drop(lru.Back().Value.(*session))
+	}
+	s := &session{id: token(), csrf: token(), key: key, expires: ss.now().Add(ss.ttl), lru: lru}
+	s.elem = lru.PushFront(s)
 	ss.byID[s.id] = s
 	cp := *s
 	return &cp
@@ -96,7 +103,7 @@ func (ss *sessions) end(id string) {
 }
 
 func (ss *sessions) drop(s *session) {
-	ss.lru.Remove(s.elem)
+	s.lru.Remove(s.elem)
 	delete(ss.byID, s.id)
 }
 

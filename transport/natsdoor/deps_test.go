@@ -20,14 +20,30 @@ func TestLayering(t *testing.T) {
 		pkg       string
 		forbidden []string
 	}{
-		{mod + "transport/natsdoor", []string{"github.com/valyala/fasthttp", mod + "transport/httpdoor"}},
-		{mod + "transport/httpdoor", []string{"github.com/nats-io/", mod + "transport/natsdoor"}},
+		{mod + "transport/natsdoor", []string{"github.com/valyala/fasthttp", mod + "transport/httpdoor", mod + "transport/console"}},
+		{mod + "transport/httpdoor", []string{"github.com/nats-io/", mod + "transport/natsdoor", mod + "transport/console"}},
+		{mod + "transport/console", []string{"github.com/valyala/fasthttp", mod + "transport/httpdoor", mod + "transport/natsdoor"}},
 		{mod + "transport/api", []string{"github.com/valyala/fasthttp", "github.com/nats-io/", mod + "transport/httpdoor", mod + "transport/natsdoor"}},
 		{mod + "actors", []string{mod + "transport/", "github.com/valyala/fasthttp", "github.com/nats-io/"}},
 		{mod + "engine", []string{mod + "actors", mod + "persist", mod + "transport/", "github.com/cockroachdb/pebble"}},
 	}
+	check(t, goTool, "-deps", rules)
+	// The console is a door: it reaches the actors and the engine only
+	// through the service, which itself depends on them, so this rule is on
+	// its own imports.
+	check(t, goTool, "-f={{join .Imports \"\\n\"}}", []struct {
+		pkg       string
+		forbidden []string
+	}{{mod + "transport/console", []string{mod + "actors", mod + "engine", mod + "persist"}}})
+}
+
+func check(t *testing.T, goTool, flag string, rules []struct {
+	pkg       string
+	forbidden []string
+}) {
+	t.Helper()
 	for _, r := range rules {
-		out, err := exec.Command(goTool, "list", "-deps", r.pkg).Output()
+		out, err := exec.Command(goTool, "list", flag, r.pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", r.pkg, err)
 		}
