@@ -138,6 +138,8 @@ func TestOpenAPIConformance(t *testing.T) {
 	cf.ok("GET", a+"/objective/versions/1", "", 200)
 	cf.ok("GET", rp+"/reward", "", 200)
 	cf.ok("GET", rp+"/reward?objective_version=0", "", 200)
+	cf.ok("GET", a+"/overview", "", 200)
+	cf.ok("GET", a+"/overview?buckets=7&bucket_s=86400&rewards=false", "", 200)
 	cf.ok("GET", a+"/versions/3/rewards?objective_version=1&limit=5", "", 200)
 
 	// Seed 001: reports on the job.
