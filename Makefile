@@ -2,7 +2,7 @@ GO ?= go
 # Packages whose code runs goroutines: their tests also run under -race.
 RACE_PKGS = ./actors/... ./client/... ./persist/... ./transport/... ./server/... ./internal/warm/... ./internal/fixed/...
 
-.PHONY: run test build vet fuzz bench bench-quick gobench clean
+.PHONY: run test build vet fuzz bench bench-quick gobench screenshots clean
 
 # make run HTTP=:9090 NATS=127.0.0.1:4333 DATA=./data2; any other serve flag
 # through its PLAUDIT_* variable (plaudit serve --help lists them).
@@ -47,6 +47,10 @@ bench-quick: build
 # The in-process Go benchmarks, for profiling one workload with go test's flags.
 gobench:
 	$(GO) test -run='^$$' -bench=. -benchtime=2s ./engine/... ./persist/... ./bench/...
+
+# The console's screenshots in docs/console, taken by its browser test.
+screenshots:
+	PLAUDIT_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInBrowser ./transport/console/
 
 clean:
 	rm -rf bin

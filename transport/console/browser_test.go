@@ -14,9 +14,11 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// screenshots is where the browser test leaves its pictures of the console
-// (the README links them).
-const screenshots = "../../docs/console"
+// docsScreenshots is where the browser test leaves its pictures of the
+// console when PLAUDIT_SCREENSHOTS=1 (`make screenshots`; the README links
+// them); otherwise they go to a temporary directory, so a test run leaves
+// the working tree as it was.
+const docsScreenshots = "../../docs/console"
 
 // chromium finds the browser: $PLAUDIT_CHROMIUM, else Debian's chromium.
 func chromium() string {
@@ -54,6 +56,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	e := start(t)
 	s := e.seed()
+	screenshots := t.TempDir()
+	if os.Getenv("PLAUDIT_SCREENSHOTS") == "1" {
+		screenshots = docsScreenshots
+	}
 	if err := os.MkdirAll(screenshots, 0o755); err != nil {
 		t.Fatal(err)
 	}
