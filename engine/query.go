@@ -127,18 +127,13 @@ func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (obj
 	if err != nil {
 		return objective.Summary{}, err
 	}
-	n := 0
-	for _, r := range a.runList {
-		if r.Version == version {
-			n++
-		}
-	}
-	rewards := make([]objective.Reward, 0, n) // grown by appends, a large version's copies were a tenth of a summary
+	z := objective.NewSummarizer(version, ov.Version, ov.Definition.Bounds, limit)
 	var arena objective.Arena
 	for i, r := range a.runList {
 		if r.Version == version {
-			rewards = append(rewards, a.rewardIn(&arena, i, ov, now))
+			rw := a.rewardIn(&arena, i, ov, now)
+			z.Add(&rw)
 		}
 	}
-	return objective.Summarize(version, ov.Version, rewards, limit), nil
+	return z.Summary(), nil
 }

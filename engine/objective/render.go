@@ -155,7 +155,32 @@ func (s Summary) AppendJSON(dst []byte) []byte {
 		}
 		dst = r.AppendJSON(dst)
 	}
-	return append(dst, ']', '}')
+	dst = append(dst, ']')
+	dst = jsonw.Key(dst, "histogram")
+	dst = s.Histogram.AppendJSON(dst)
+	return append(dst, '}')
+}
+
+// AppendJSON renders {bounds, matured, unmatured}: the bin counts in order.
+func (h *Histogram) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	dst = jsonw.Key(dst, "bounds")
+	dst = pair(dst, h.Bounds)
+	for _, c := range [...]struct {
+		key    string
+		counts *[HistogramBins]int
+	}{{"matured", &h.Matured}, {"unmatured", &h.Unmatured}} {
+		dst = jsonw.Key(dst, c.key)
+		dst = append(dst, '[')
+		for i, n := range c.counts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsonw.Int(dst, int64(n))
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
 }
 
 // floatOr appends *f, or the string word when f is nil.

@@ -23,7 +23,7 @@ func TestSummarize(t *testing.T) {
 		reward("r6", StatusScored, f(0.3), true),
 		reward("r5", StatusScored, f(0.3), true), // ties with r6, listed first by RunID
 	}
-	s := Summarize("v3", 2, rewards, 3)
+	s := Summarize("v3", 2, [2]float64{0, 1}, rewards, 3)
 	if s.Version != "v3" || s.ObjectiveVersion != 2 || s.Runs != 6 || s.Matured != 5 ||
 		s.Scored != 4 || s.Guarded != 1 || s.Excluded != 1 {
 		t.Fatalf("counts: %+v", s)
@@ -42,11 +42,12 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestSummarizeWithoutMaturedValues(t *testing.T) {
-	s := Summarize("v1", 0, []Reward{reward("r1", StatusScored, f(1), false), reward("r2", StatusExcluded, nil, true)}, 0)
+	s := Summarize("v1", 0, [2]float64{0, 1}, []Reward{reward("r1", StatusScored, f(1), false), reward("r2", StatusExcluded, nil, true)}, 0)
 	if s.Mean != nil || len(s.Lowest) != 0 || s.Matured != 1 {
 		t.Fatalf("got %+v", s)
 	}
-	const want = `{"version":"v1","objective_version":0,"runs":2,"matured":1,"scored":1,"guarded":0,"excluded":1,"mean":null,"lowest":[]}`
+	const want = `{"version":"v1","objective_version":0,"runs":2,"matured":1,"scored":1,"guarded":0,"excluded":1,"mean":null,"lowest":[],` +
+		`"histogram":{"bounds":[0,1],"matured":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"unmatured":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1]}}`
 	if got := string(s.AppendJSON(nil)); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -58,7 +59,7 @@ func TestSummarizeLimit(t *testing.T) {
 		rewards = append(rewards, reward("r"+strconv.Itoa(100+i), StatusScored, f(float64(25-i)), true))
 	}
 	for _, tt := range []struct{ limit, want int }{{0, 20}, {-1, 20}, {5, 5}, {100, 25}} {
-		s := Summarize("v", 1, rewards, tt.limit)
+		s := Summarize("v", 1, [2]float64{0, 1}, rewards, tt.limit)
 		if len(s.Lowest) != tt.want || *s.Lowest[0].Value != 1 {
 			t.Errorf("limit %d: %d lowest starting at %v", tt.limit, len(s.Lowest), show(s.Lowest[0].Value))
 		}
@@ -92,7 +93,7 @@ func TestSummarizeLowestIsTheSortedPrefix(t *testing.T) {
 			return cmp.Or(cmp.Compare(*a.Value, *b.Value), cmp.Compare(a.RunID, b.RunID))
 		})
 		want = want[:min(limit, len(want))]
-		got := Summarize("v", 1, rewards, limit).Lowest
+		got := Summarize("v", 1, [2]float64{0, 1}, rewards, limit).Lowest
 		if len(got) != len(want) {
 			t.Fatalf("round %d: %d lowest, want %d", round, len(got), len(want))
 		}
@@ -101,5 +102,40 @@ func TestSummarizeLowestIsTheSortedPrefix(t *testing.T) {
 				t.Fatalf("round %d: lowest[%d] = %s, want %s", round, i, got[i].RunID, want[i].RunID)
 			}
 		}
+	}
+}
+
+// TestSummaryHistogram: bins are equal slices of the bounds, closed at hi;
+// matured bins count what the mean averages, unmatured ones every value
+// that may still move.
+func TestSummaryHistogram(t *testing.T) {
+	bounds := [2]float64{-1, 1} // bins 0.1 wide
+	for _, c := range []struct {
+		name      string
+		r         Reward
+		matured   int // bin, -1 for none
+		unmatured int
+	}{
+		{"lower bound, guarded", reward("a", StatusGuarded, f(-1), true), 0, -1},
+		{"upper bound", reward("b", StatusScored, f(1), true), HistogramBins - 1, -1},
+		{"a bin's lower edge belongs to it", reward("c", StatusScored, f(0), true), 10, -1},
+		{"just below an edge", reward("d", StatusScored, f(-0.0001), true), 9, -1},
+		{"unmatured", reward("e", StatusScored, f(0.55), false), -1, 15},
+		{"excluded: no value", reward("f", StatusExcluded, nil, true), -1, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := Summarize("v", 1, bounds, []Reward{c.r}, 0).Histogram
+			var want Histogram
+			want.Bounds = bounds
+			if c.matured >= 0 {
+				want.Matured[c.matured] = 1
+			}
+			if c.unmatured >= 0 {
+				want.Unmatured[c.unmatured] = 1
+			}
+			if h != want {
+				t.Fatalf("got %+v\nwant %+v", h, want)
+			}
+		})
 	}
 }
