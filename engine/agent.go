@@ -33,6 +33,10 @@ type Agent struct {
 	seq uint64 // events applied so far = sequence of the last event
 
 	scratch []objective.Signal // reused by reward reads
+
+	// previews are the open previews, which apply tells of what it
+	// overwrites in place (see Preview); nil but while one runs.
+	previews []*Preview
 }
 
 // NewAgent returns an empty agent; its first event must be AgentCreated.
@@ -103,9 +107,12 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 			a.runByExternal[r.ExternalID] = &r
 		}
 	case RunFinished:
-		r, _ := a.find(e.RunID)
+		r, i := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: finish of unknown run %s", e.RunID)
+		}
+		if len(a.previews) > 0 {
+			a.noteFinish(i)
 		}
 		r.Finished, r.Succeeded, r.FinishedAt = true, e.Succeeded, e.FinishedAt
 		a.noteSessionFinish(r)

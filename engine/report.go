@@ -117,6 +117,9 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (rep
 func (a *Agent) applyReport(rep Report) {
 	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
 	if cur := a.reports[k]; cur != nil {
+		if len(a.previews) > 0 {
+			a.noteReplace(int(a.runs[rep.RunID]), cur)
+		}
 		*cur = rep
 		return
 	}

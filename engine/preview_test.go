@@ -1,0 +1,237 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/objective"
+)
+
+func mustParse(t testing.TB, js string) objective.Definition {
+	t.Helper()
+	d, err := objective.Parse([]byte(js), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+const previewCurrent = `{"horizon_s": 86400, "guards": [{"signal": "run.succeeded", "op": "lt", "value": 1}],
+	"terms": [{"signal": "human.rating", "weight": 0.5, "scale": [1, 5]},
+	          {"signal": "external.ticket_closed", "weight": 0.5, "within_s": 43200, "missing": 0}]}`
+
+// previewDraft weighs other evidence (a scorer's reports, feedback), scores
+// runs without evidence and widens the bounds.
+const previewDraft = `{"horizon_s": 43200, "default": 0.25, "bounds": [-1, 1],
+	"terms": [{"signal": "human.rating", "weight": 1, "scale": [1, 5], "agg": "mean"},
+	          {"signal": "ci.tests", "weight": 2},
+	          {"signal": "feedback", "weight": -0.5, "scale": [-1, 1]}]}`
+
+// previewHistory gives h an objective and n runs of two labels with every
+// kind of evidence: signals to runs, sessions and claimed objects, finishes
+// old enough to mature and recent ones, reports (some replaced), feedback.
+func previewHistory(t testing.TB, h *harness, n int) []Run {
+	h.must(PutObjective{Definition: mustParse(t, previewCurrent)})
+	v := h.must(CreateVariation{Name: "v"}).(Variation)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	var runs []Run
+	for i := range n {
+		h.now = h.now.Add(time.Minute)
+		r := h.run(CreateRun{Version: []string{"a", "b"}[i%2], SessionID: fmt.Sprintf("s%d", i%7), VariationID: v.ID})
+		runs = append(runs, r)
+		if i%3 == 0 {
+			h.must(ClaimObject{RunID: r.ID, Object: fmt.Sprintf("ticket/%d", i%5)})
+		}
+		if rnd.IntN(4) > 0 {
+			h.signal(RecordSignal{Kind: "human.rating", Value: float64(1 + rnd.IntN(5)), RunID: r.ID})
+		}
+		if i%4 == 0 {
+			h.signal(RecordSignal{Kind: "external.ticket_closed", Value: 1, Object: fmt.Sprintf("ticket/%d", i%5)})
+		}
+		if i%5 == 0 {
+			h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(rnd.Float64()), Started: uint64(i)})
+		}
+		if i%6 == 0 {
+			h.must(RecordFeedback{RunID: r.ID, Score: ptr(rnd.Float64()*2 - 1)})
+		}
+		if rnd.IntN(5) > 0 {
+			at := h.now
+			if i < n*2/3 {
+				at = t0.Add(-48 * time.Hour) // long matured
+			}
+			h.must(FinishRun{RunID: r.ID, Succeeded: rnd.IntN(6) > 0, FinishedAt: at})
+			if i%4 == 1 {
+				h.signal(RecordSignal{Kind: "human.rating", Value: 5, SessionID: fmt.Sprintf("s%d", i%7)})
+			}
+		}
+		if i%10 == 5 { // replace an earlier report
+			j := (i / 2) / 5 * 5
+			h.must(ReportReward{RunID: runs[j].ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(rnd.Float64()), Started: uint64(1000 + i)})
+		}
+	}
+	h.now = h.now.Add(time.Hour)
+	return runs
+}
+
+// bruteForce is what reading every run's reward under both versions says.
+func bruteForce(t *testing.T, a *Agent, label *string, cur, draft, limit int, now time.Time) (objective.Summary, objective.Summary, int, []Moved) {
+	ov, _ := a.Objective(cur)
+	dv, _ := a.Objective(draft)
+	name := ""
+	if label != nil {
+		name = *label
+	}
+	var cs, ds []objective.Reward
+	changed := 0
+	var moved []Moved
+	for _, r := range a.runList {
+		if label != nil && r.Version != *label {
+			continue
+		}
+		c, err := a.Reward(r.ID, cur, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := a.Reward(r.ID, draft, now)
+		cs, ds = append(cs, c), append(ds, d)
+		if c.Status != d.Status || (c.Value == nil) != (d.Value == nil) || c.Value != nil && *c.Value != *d.Value {
+			changed++
+		}
+		if c.Value != nil && d.Value != nil && *c.Value != *d.Value {
+			moved = append(moved, Moved{RunID: r.ID, Matured: c.Matured, Current: *c.Value, Draft: *d.Value,
+				CurrentStatus: c.Status, DraftStatus: d.Status})
+		}
+	}
+	slices.SortFunc(moved, func(a, b Moved) int {
+		return cmp.Or(cmp.Compare(math.Abs(b.Delta()), math.Abs(a.Delta())), cmp.Compare(a.RunID, b.RunID))
+	})
+	if len(moved) > limit {
+		moved = moved[:limit]
+	}
+	return objective.Summarize(name, ov.Version, ov.Definition.Bounds, cs, limit),
+		objective.Summarize(name, dv.Version, dv.Definition.Bounds, ds, limit), changed, moved
+}
+
+func runPreview(t *testing.T, a *Agent, c PreviewObjective, now time.Time, budget int) PreviewResult {
+	t.Helper()
+	p, err := a.StartPreview(c, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for !p.Step(budget) {
+	}
+	return p.Result()
+}
+
+// TestPreviewEqualsPublishingThenReading: on a fixed history, the preview
+// of a draft is what publishing it and reading the version summaries says,
+// for one label and for every run, in one step or many.
+func TestPreviewEqualsPublishingThenReading(t *testing.T) {
+	h := newHarness(t)
+	previewHistory(t, h, 300)
+	draft := mustParse(t, previewDraft)
+	a := "a"
+	type result struct {
+		res PreviewResult
+		c   PreviewObjective
+	}
+	var results []result
+	for _, c := range []PreviewObjective{
+		{Definition: draft, Version: &a, Limit: 7},
+		{Definition: draft, Limit: 1000},
+	} {
+		for _, budget := range []int{1, 37, 1 << 30} {
+			results = append(results, result{runPreview(t, h.a, c, h.now, budget), c})
+		}
+	}
+	if len(h.a.previews) != 0 {
+		t.Fatal("a closed preview stays attached")
+	}
+	ov := h.must(PutObjective{Definition: draft}).(ObjectiveVersion)
+	for _, r := range results {
+		if r.res.Draft.ObjectiveVersion != ov.Version || r.res.Current.ObjectiveVersion != ov.Version-1 {
+			t.Fatalf("versions %d and %d, want %d and %d", r.res.Draft.ObjectiveVersion, r.res.Current.ObjectiveVersion, ov.Version, ov.Version-1)
+		}
+		if r.c.Version != nil {
+			cur, _ := h.a.VersionRewards(*r.c.Version, ov.Version-1, r.c.Limit, h.now)
+			drf, _ := h.a.VersionRewards(*r.c.Version, ov.Version, r.c.Limit, h.now)
+			if !reflect.DeepEqual(r.res.Current, cur) || !reflect.DeepEqual(r.res.Draft, drf) {
+				t.Fatalf("preview of label a differs from the published version's summaries:\npreview %+v\nread    %+v", r.res.Draft, drf)
+			}
+		}
+		cur, drf, changed, moved := bruteForce(t, h.a, r.c.Version, ov.Version-1, ov.Version, r.c.Limit, h.now)
+		if !reflect.DeepEqual(r.res.Current, cur) || !reflect.DeepEqual(r.res.Draft, drf) {
+			t.Fatalf("preview differs from reading every run")
+		}
+		if r.res.Changed != changed || !reflect.DeepEqual(r.res.Moved, moved) {
+			t.Fatalf("changed %d moved %+v\nwant %d %+v", r.res.Changed, r.res.Moved, changed, moved)
+		}
+	}
+	if results[4].res.Draft.Histogram.Bounds != [2]float64{-1, 1} || len(results[4].res.Moved) == 0 || results[4].res.Changed == 0 {
+		t.Fatalf("the history should exercise the draft: %+v", results[4].res)
+	}
+}
+
+// TestPreviewReadsTheHistoryAsOfItsStart: writes between the steps (new
+// runs, signals, claims, finishes, replaced reports, a new objective) do
+// not show: the answer is the one a preview of the same history, stopped
+// at the start, gives in one step.
+func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
+	h := newHarness(t)
+	runs := previewHistory(t, h, 120)
+	atStart := slices.Clone(h.events)
+	draft := mustParse(t, previewDraft)
+	c := PreviewObjective{Definition: draft, Limit: 50}
+	p, err := h.a.StartPreview(c, h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Step(40) // some runs read, most not
+	for i, r := range runs {
+		if i%2 == 0 {
+			h.signal(RecordSignal{Kind: "human.rating", Value: 1, RunID: r.ID})
+		}
+		if i%9 == 0 {
+			h.must(ClaimObject{RunID: r.ID, Object: "ticket/1"}) // an object with signals already
+		}
+		if got, _ := h.a.Run(r.ID); !got.Finished {
+			h.must(FinishRun{RunID: r.ID, Succeeded: true, FinishedAt: t0.Add(-72 * time.Hour)})
+		}
+		if i%5 == 0 {
+			h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(-7), Started: uint64(5000 + i)})
+		}
+		if i%7 == 0 {
+			h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci.other", Value: ptr(1), Started: 1})
+		}
+		h.run(CreateRun{Version: "a"})
+		if i%20 == 0 {
+			p.Step(13)
+		}
+	}
+	h.must(PutObjective{Definition: mustParse(t, previewCurrent)})
+	for !p.Step(25) {
+	}
+	got := p.Result()
+	p.Close()
+
+	then := NewAgent()
+	for i, ev := range atStart {
+		if err := then.Replay(uint64(i+1), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := runPreview(t, then, c, h.now, 1<<30)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("preview with interleaved writes:\n%+v\nwant\n%+v", got, want)
+	}
+	if got.Seq != uint64(len(atStart)) {
+		t.Fatalf("seq %d, want %d", got.Seq, len(atStart))
+	}
+}
