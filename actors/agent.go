@@ -21,6 +21,8 @@ type (
 		gen  uint64 // the batch's last write generation
 		err  error
 	}
+	// stepTurn is the next turn of a read in steps (see ReadSteps).
+	stepTurn struct{ req *request }
 	// snapshotted reports the end of one snapshot save.
 	snapshotted struct {
 		seq  uint64
@@ -70,6 +72,8 @@ type agentActor struct {
 	// holding a write's events must also hold its records.
 	held     int
 	heldReqs []*request
+	// stepping are the reads in steps under way (see ReadSteps).
+	stepping []*request
 
 	snapSeq     uint64    // last event covered by a saved snapshot
 	snapSize    int       // bytes of the last snapshot's encoded state
@@ -99,6 +103,8 @@ func (x *agentActor) Receive(ctx actor.Context) {
 		x.serve(ctx, m)
 	case *attach:
 		x.attach(ctx, m.req)
+	case *stepTurn:
+		x.step(ctx, m)
 	case *committed:
 		x.onCommitted(ctx, m)
 	case *snapshotted:
@@ -197,6 +203,12 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 	}
 	// Only a new run is answered early; a refusal waits like any answer,
 	// since it may rest on writes not yet durable.
+	if q.stepper != nil {
+		q.taken = time.Now()
+		x.stepping = append(x.stepping, q)
+		ctx.Send(ctx.Self(), &stepTurn{req: q})
+		return
+	}
 	if q.early && verdict == nil && !q.hold && !x.reg.cfg.DurableSelect {
 		x.answerEarly(ctx, q, kvs)
 		return
@@ -210,6 +222,33 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		close(q.decided)
 		return
 	}
+	x.hold(ctx, q)
+}
+
+// step runs one step of a read in steps, and sends the next turn behind
+// the messages queued meanwhile until the read is done; then it is answered
+// like any read, once the writes before it are durable.
+func (x *agentActor) step(ctx actor.Context, m *stepTurn) {
+	q := m.req
+	i := slices.Index(x.stepping, q)
+	if i < 0 {
+		return // the actor failed meanwhile and answered it
+	}
+	if time.Since(q.taken) > x.reg.cfg.RequestTimeout {
+		x.stepping = slices.Delete(x.stepping, i, i+1)
+		q.stepper.Close()
+		x.respond(q, fmt.Errorf("agent %s: read stopped after %v: %w", x.agentID, x.reg.cfg.RequestTimeout, ErrUnavailable))
+		return
+	}
+	start := time.Now()
+	done := q.stepper.Step()
+	x.reg.metrics.step.Observe(since(start))
+	if !done {
+		ctx.Send(ctx.Self(), m)
+		return
+	}
+	x.stepping = slices.Delete(x.stepping, i, i+1)
+	q.stepper.Close()
 	x.hold(ctx, q)
 }
 
@@ -393,6 +432,11 @@ func (x *agentActor) failWaiting(err error) {
 		x.respond(q, err)
 	}
 	x.heldReqs, x.held = nil, 0
+	for _, q := range x.stepping {
+		q.stepper.Close()
+		x.respond(q, err)
+	}
+	x.stepping = nil
 	x.unpublish(^uint64(0))
 }
 
@@ -469,7 +513,7 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 // request is still under way it stays, and re-arms the timeout (protoactor
 // cancels it once it fires).
 func (x *agentActor) onIdle(ctx actor.Context) {
-	if x.appending || x.snapping || len(x.waiters) > 0 || len(x.heldReqs) > 0 || x.gen > x.durableGen {
+	if x.appending || x.snapping || len(x.waiters) > 0 || len(x.heldReqs) > 0 || len(x.stepping) > 0 || x.gen > x.durableGen {
 		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 		return
 	}

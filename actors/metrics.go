@@ -7,7 +7,7 @@ import (
 )
 
 // metrics are the registry's instruments. Each is touched at most once per
-// append, snapshot, recovery or spawn, never per request: the live and
+// append, snapshot, recovery, spawn or read step, never per request: the live and
 // in-flight gauges are counted when scraped.
 type metrics struct {
 	spawned, passivated, overloaded prometheus.Counter
@@ -16,6 +16,7 @@ type metrics struct {
 	snapshotFailed                  prometheus.Counter
 	recovery                        prometheus.Histogram
 	recoveryFailed                  prometheus.Counter
+	step                            prometheus.Histogram
 	live, inflight                  prometheus.GaugeFunc
 }
 
@@ -45,6 +46,9 @@ func newMetrics(r *Registry) *metrics {
 		recovery: histogram("plaudit_agent_recovery_duration_seconds",
 			"Time to load an agent from its snapshot and log tail when its actor starts.", durationBuckets),
 		recoveryFailed: counter("plaudit_agent_recovery_failures_total", "Agent recoveries that failed (the agent answers 500 or 503)."),
+		step: histogram("plaudit_actor_read_step_seconds",
+			"Time an agent's actor spends on one step of a read in steps (an objective preview): the longest it holds other requests back.",
+			prometheus.ExponentialBuckets(0.0001, 2, 12)), // 100µs … 205ms
 		live: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "plaudit_actors_live",
 			Help: "Agent actors in memory."}, func() float64 { n, _ := r.census(); return float64(n) }),
 		inflight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "plaudit_actors_inflight_requests",
@@ -55,7 +59,7 @@ func newMetrics(r *Registry) *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.spawned, m.passivated, m.overloaded, m.batchEvents, m.batchRequests,
-		m.snapshot, m.snapshotFailed, m.recovery, m.recoveryFailed, m.live, m.inflight}
+		m.snapshot, m.snapshotFailed, m.recovery, m.recoveryFailed, m.step, m.live, m.inflight}
 }
 
 // Describe implements prometheus.Collector.

@@ -50,6 +50,9 @@ type request struct {
 	records []persist.KV  // hold: set by Commit before it sends attach
 	// heldEvents is set by the actor when the held write decided events.
 	heldEvents bool
+	// stepper, set by a read's do, makes it a read in steps (ReadSteps).
+	stepper Stepper
+	taken   time.Time // when a read in steps started
 }
 
 const (
@@ -189,6 +192,49 @@ func Read[R any](r *Registry, agentID string, by time.Time, fn func(a *engine.Ag
 	}
 	if err := q.waitDone(r.cfg.RequestTimeout); err != nil {
 		var zero R
+		return zero, err
+	}
+	return res, verdict
+}
+
+// Stepper is a read too long for one turn of the actor, done in steps.
+type Stepper interface {
+	// Step does one turn's work (a few milliseconds at most) and reports
+	// whether the read is done.
+	Step() (done bool)
+	// Close releases what the read holds in the agent. The actor calls it
+	// once, on its goroutine, when the read is done or fails.
+	Close()
+}
+
+// ReadSteps is Read for a read that would hold the actor too long in one
+// turn. start runs in the actor's turn, as Read's fn does, and returns the
+// read's Stepper; the actor then runs one Step per turn, sending itself the
+// next turn behind the messages already queued, so other requests are
+// served between steps and wait at most one step. Once a step reports done,
+// the read is answered as Read's are (after every write applied before it
+// is durable), and ReadSteps returns the Stepper, which holds the answer.
+// A read that takes longer than the registry's RequestTimeout is stopped
+// and fails with ErrUnavailable.
+func ReadSteps[S Stepper](r *Registry, agentID string, by time.Time, start func(a *engine.Agent, now time.Time) (S, error)) (S, error) {
+	var (
+		res     S
+		verdict error
+	)
+	q := newRequest(true, false, by)
+	q.do = func(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
+		res, verdict = start(a, now)
+		if verdict == nil {
+			q.stepper = res
+		}
+		return nil, nil
+	}
+	if err := r.send(agentID, q); err != nil {
+		var zero S
+		return zero, err
+	}
+	if err := q.waitDone(r.cfg.RequestTimeout); err != nil {
+		var zero S
 		return zero, err
 	}
 	return res, verdict
