@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkPreview previews a draft over 100,000 runs of 10 signals each
+// and reports how long one step holds the agent (its owner, the actor,
+// serves nothing else meanwhile): the mean and the longest, in
+// milliseconds, beside the whole preview's time per op. The longest steps
+// are the collector's and the scheduler's, not the evaluation's: p99 is the
+// figure to hold against the budget.
+func BenchmarkPreview(b *testing.B) {
+	const runs, perRun = 100000, 10
+	a := NewAgent()
+	now := t0
+	rnd := rand.New(rand.NewPCG(1, 2))
+	must := func(_ any, _ []Event, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(a.CreateAgent(CreateAgent{ID: "agt_1", Workspace: "default", Name: "bench"}, now))
+	must(a.PutObjective(PutObjective{Definition: mustParse(b, previewCurrent)}, now))
+	kinds := []string{"human.rating", "external.ticket_closed", "ci.tests", "feedback", "custom.reply_sent"}
+	for i := range runs {
+		now = now.Add(time.Second)
+		cr, _, err := a.CreateRun(CreateRun{Version: fmt.Sprint(i % 3)}, now, rnd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := range perRun - 1 {
+			must(a.RecordSignal(RecordSignal{Kind: kinds[j%len(kinds)], Value: float64(1 + rnd.IntN(5)), RunID: cr.Run.ID}, now, rnd))
+		}
+		must(a.FinishRun(FinishRun{RunID: cr.Run.ID, Succeeded: i%7 > 0}, now, rnd)) // the tenth signal: run.succeeded
+	}
+	draft := mustParse(b, previewDraft)
+	now = now.Add(48 * time.Hour)
+	var steps int
+	var total, longest time.Duration
+	var all []time.Duration
+	for b.Loop() {
+		p, err := a.StartPreview(PreviewObjective{Definition: draft}, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for done := false; !done; {
+			start := time.Now()
+			done = p.Step(PreviewStepBudget)
+			d := time.Since(start)
+			steps++
+			total += d
+			longest = max(longest, d)
+			all = append(all, d)
+		}
+		if res := p.Result(); res.Draft.Runs != runs {
+			b.Fatalf("%d runs previewed, want %d", res.Draft.Runs, runs)
+		}
+		p.Close()
+	}
+	b.ReportMetric(float64(total.Microseconds())/1000/float64(steps), "ms/step")
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms/step")
+	b.ReportMetric(float64(longest.Microseconds())/1000, "max-ms/step")
+	b.ReportMetric(float64(steps)/float64(b.N), "steps/op")
+}
