@@ -135,7 +135,7 @@ func (r Reward) AppendJSON(dst []byte) []byte {
 func (s Summary) AppendJSON(dst []byte) []byte {
 	dst = append(dst, '{')
 	dst = jsonw.Key(dst, "version")
-	dst = jsonw.String(dst, s.Version)
+	dst = jsonw.StringOrNull(dst, s.Version) // "": every run of the agent (a preview's)
 	dst = jsonw.Key(dst, "objective_version")
 	dst = jsonw.Int(dst, int64(s.ObjectiveVersion))
 	for _, c := range [...]struct {

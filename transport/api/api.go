@@ -48,6 +48,7 @@ const (
 	GetObjective        Op = "get_objective"
 	GetObjectiveVersion Op = "get_objective_version"
 	PutObjective        Op = "put_objective"
+	PreviewObjective    Op = "preview_objective" // a draft tried on the history, nothing written
 	VersionRewards      Op = "version_rewards"
 	ListVariations      Op = "list_variations"
 	CreateVariation     Op = "create_variation"

@@ -34,6 +34,7 @@ var handlers = map[Op]handler{
 	GetObjective:        {fn: (*call).getObjective},
 	GetObjectiveVersion: {fn: (*call).getObjectiveVersion},
 	PutObjective:        {fn: (*call).putObjective, write: true},
+	PreviewObjective:    {fn: (*call).previewObjective},
 	VersionRewards:      {fn: (*call).versionRewards},
 	ListVariations:      {fn: (*call).listVariations},
 	CreateVariation:     {fn: (*call).createVariation, write: true},

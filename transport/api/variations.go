@@ -1,6 +1,9 @@
 package api
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -36,7 +39,7 @@ func (c *call) createVariation() (result, error) {
 	}
 	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Variation, []engine.Event, error) {
 		return a.CreateVariation(cmd, now, rnd)
-	}, func(v engine.Variation) (result, error) { return created(appendVariation(nil, agent.ID, v)) })
+	}, func(v engine.Variation) (result, error) { return created(appendVariation(nil, agent.ID, v, nil)) })
 }
 
 func (c *call) listVariations() (result, error) {
@@ -50,7 +53,13 @@ func (c *call) listVariations() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return ok(appendItems(nil, vs, func(b []byte, v engine.Variation) []byte { return appendVariation(b, agent.ID, v) }))
+	best := probBest(vs)
+	i := 0
+	return ok(appendItems(nil, vs, func(b []byte, v engine.Variation) []byte {
+		b = appendVariation(b, agent.ID, v, &best[i])
+		i++
+		return b
+	}))
 }
 
 func (c *call) getVariation() (result, error) {
@@ -62,7 +71,23 @@ func (c *call) getVariation() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return ok(appendVariation(nil, agent.ID, v))
+	return ok(appendVariation(nil, agent.ID, v, nil))
+}
+
+// probBest estimates each variation's probability of being best, outside
+// the agent's actor (it is a few thousand draws per variation). The draws
+// are seeded from the posteriors, so reads of the same state answer the
+// same, as every other read does; a new feedback reseeds them.
+func probBest(vs []engine.Variation) []float64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	for _, v := range vs {
+		h.Write([]byte(v.ID))
+		h.Write(binary.LittleEndian.AppendUint64(buf[:0], math.Float64bits(v.Alpha)))
+		h.Write(binary.LittleEndian.AppendUint64(buf[:0], math.Float64bits(v.Beta)))
+	}
+	seed := h.Sum64()
+	return engine.ProbBest(vs, engine.ProbBestDraws, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 }
 
 func (c *call) variation(agentID string) (engine.Variation, error) {
@@ -72,9 +97,16 @@ func (c *call) variation(agentID string) (engine.Variation, error) {
 	})
 }
 
+// credibleMass is the mass of the posterior interval variations report.
+const credibleMass = 0.95
+
 // appendVariation renders {id, agent_id, name, config, created_at,
-// info: {score, feedback_count, alpha, beta}}.
-func appendVariation(b []byte, agentID string, v engine.Variation) []byte {
+// info: {score, feedback_count, alpha, beta, mean, interval, prob_best?}}:
+// mean is score, the posterior mean; interval the 95% equal-tailed
+// credible interval; prob_best, the probability of being best among the
+// agent's variations (probBest), only in the listing, the one read of
+// them all (best nil: none).
+func appendVariation(b []byte, agentID string, v engine.Variation, best *float64) []byte {
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
 	b = jsonw.String(b, v.ID)
@@ -100,5 +132,18 @@ func appendVariation(b []byte, agentID string, v engine.Variation) []byte {
 	b = jsonw.Float(b, v.Alpha)
 	b = jsonw.Key(b, "beta")
 	b = jsonw.Float(b, v.Beta)
+	b = jsonw.Key(b, "mean")
+	b = jsonw.Float(b, v.Score())
+	iv := v.Interval(credibleMass)
+	b = jsonw.Key(b, "interval")
+	b = append(b, '[')
+	b = jsonw.Float(b, iv[0])
+	b = append(b, ',')
+	b = jsonw.Float(b, iv[1])
+	b = append(b, ']')
+	if best != nil {
+		b = jsonw.Key(b, "prob_best")
+		b = jsonw.Float(b, *best)
+	}
 	return append(b, "}}"...)
 }

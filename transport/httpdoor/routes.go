@@ -59,6 +59,7 @@ var routes = []route{
 	{"GET", "/api/v1/agents/{agent}/objective", api.GetObjective},
 	{"PUT", "/api/v1/agents/{agent}/objective", api.PutObjective},
 	{"GET", "/api/v1/agents/{agent}/objective/versions/{version}", api.GetObjectiveVersion},
+	{"POST", "/api/v1/agents/{agent}/objective/preview", api.PreviewObjective},
 	{"GET", "/api/v1/agents/{agent}/versions/{version}/rewards", api.VersionRewards},
 	{"GET", "/api/v1/agents/{agent}/variations", api.ListVariations},
 	{"POST", "/api/v1/agents/{agent}/variations", api.CreateVariation},

@@ -74,6 +74,7 @@ var operations = map[string]operation{
 	"feedback":  {op: api.CreateFeedback, target: "objectiveId"},
 	"variation": {op: api.GetVariation, target: "variation_id"},
 	"report":    {op: api.ReportReward, target: "run_id"},
+	"preview":   {op: api.PreviewObjective},
 }
 
 // judgedRewards is the agent token of plaudit.v1.<ws>.tasks.reward, seed
@@ -107,13 +108,13 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 	ms, err := micro.AddService(nc, micro.Config{
 		Name:        ServiceName,
 		Version:     cfg.Version,
-		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation, report",
+		Description: "Plaudit reward engine: select, finish, signal, feedback, reward, variation, report, preview",
 	})
 	if err != nil {
 		d.workers.Close()
 		return nil, fmt.Errorf("nats service: %w", err)
 	}
-	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation", "report"} {
+	for _, name := range []string{"select", "finish", "signal", "feedback", "reward", "variation", "report", "preview"} {
 		err := ms.AddEndpoint(name, micro.HandlerFunc(d.handle),
 			micro.WithEndpointSubject("plaudit.v1.*.*."+name),
 			micro.WithEndpointPendingLimits(cfg.PendingMsgs, cfg.PendingMsgs*4096))
