@@ -141,6 +141,9 @@ func TestOpenAPIConformance(t *testing.T) {
 	cf.ok("GET", a+"/overview", "", 200)
 	cf.ok("GET", a+"/overview?buckets=7&bucket_s=86400&rewards=false", "", 200)
 	cf.ok("GET", a+"/versions/3/rewards?objective_version=1&limit=5", "", 200)
+	cf.ok("POST", a+"/objective/preview", `{"definition": {"terms": [{"signal": "human.rating", "weight": 1, "scale": [1, 5]}],
+		"default": 0.5}, "version": 3, "limit": 5}`, 200)
+	cf.ok("POST", a+"/objective/preview", `{"definition": {"terms": [{"signal": "ci.tests", "weight": 1}]}}`, 200)
 
 	// Seed 001: reports on the job.
 	j := "/v1/jobs/" + run + "/rewards"
@@ -215,6 +218,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		field              string
 	}{
 		{"PUT", a + "/objective", `{"definition": {"terms": [{"signal": "x", "weight": 1, "scale": [5, 1]}]}}`, true,
+			[]any{"error", "message"}, "definition.terms[0].scale"},
+		{"POST", a + "/objective/preview", `{"definition": {"terms": [{"signal": "x", "weight": 1, "scale": [5, 1]}]}}`, true,
 			[]any{"error", "message"}, "definition.terms[0].scale"},
 		{"POST", a + "/signals", `{"kind": "bad kind!", "value": 1, "run_id": "` + run + `"}`, false, []any{"error", "message"}, "kind"},
 		{"POST", w + "/objectives/" + run + "/feedback", `{"metadata": {}, "data": {"score": 2}}`, false, []any{"message"}, "data.score"},
