@@ -2,7 +2,7 @@ GO ?= go
 # Packages whose code runs goroutines: their tests also run under -race.
 RACE_PKGS = ./actors/... ./client/... ./persist/... ./transport/... ./server/... ./internal/warm/... ./internal/fixed/...
 
-.PHONY: run test build vet fuzz bench bench-quick gobench screenshots clean
+.PHONY: run test build vet fuzz bench bench-quick gobench screenshots mutate clean
 
 # make run HTTP=:9090 NATS=127.0.0.1:4333 DATA=./data2; any other serve flag
 # through its PLAUDIT_* variable (plaudit serve --help lists them).
@@ -51,6 +51,10 @@ gobench:
 # The console's screenshots in docs/console, taken by its browser test.
 screenshots:
 	PLAUDIT_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInBrowser ./transport/console/
+
+# Mutation testing of the critical packages (slow; not part of make test).
+mutate:
+	./mutate.sh
 
 clean:
 	rm -rf bin
