@@ -17,6 +17,11 @@ var (
 
 func urlEncode(s string) string { return url.QueryEscape(s) }
 
+// rowRE matches the variations table's row of one variation.
+func rowRE(id string) *regexp.Regexp {
+	return regexp.MustCompile(`(?s)<tr data-variation="` + regexp.QuoteMeta(id) + `".*?</tr>`)
+}
+
 func cookie(t *testing.T, p page) *http.Cookie {
 	t.Helper()
 	for _, line := range p.header.Values("Set-Cookie") {
@@ -148,7 +153,34 @@ func TestAgentPages(t *testing.T) {
 	if !slices.IsSortedFunc(means, func(x, y float64) int { return int(y*1e9 - x*1e9) }) {
 		t.Errorf("means %v not descending", means)
 	}
-	for _, want := range []string{`id="selections"`, "version 1", "version 2", "95 % interval"} {
+	// P(best) is the listing's, and the leader is the likeliest.
+	vs := e.api(adminKey, 200, "GET", "/api/v1/agents/"+s.agent+"/variations", nil)["items"].([]any)
+	leader, top := "", 0.0
+	for _, it := range vs {
+		v := it.(map[string]any)
+		info := v["info"].(map[string]any)
+		pb, ok := info["prob_best"].(float64)
+		if !ok {
+			t.Fatalf("the listing carries no prob_best: %v", info)
+		}
+		if pb > top {
+			leader, top = v["id"].(string), pb
+		}
+		row := rowRE(v["id"].(string)).FindString(p.body)
+		for _, want := range []string{`data-prob-best="` + strconv.FormatFloat(pb, 'g', -1, 64) + `"`,
+			strconv.FormatFloat(100*pb, 'f', 1, 64) + " %", strconv.FormatFloat(info["mean"].(float64), 'f', 3, 64)} {
+			if !strings.Contains(row, want) {
+				t.Errorf("variation %s's row lacks %q:\n%s", v["name"], want, row)
+			}
+		}
+	}
+	if leader != s.variations["concise"] || !strings.Contains(p.body, `<tr data-variation="`+leader+`" class="leader">`) {
+		t.Errorf("leader %s (want concise, %s) not marked", leader, s.variations["concise"])
+	}
+	if strings.Count(p.body, `class="leader"`) != 1 {
+		t.Errorf("%d leaders marked, want 1", strings.Count(p.body, `class="leader"`))
+	}
+	for _, want := range []string{`id="selections"`, "version 1", "version 2", "95 % interval", "P(best)"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("agent page lacks %q", want)
 		}

@@ -53,10 +53,13 @@ type variationJSON struct {
 		FeedbackCount int     `json:"feedback_count"`
 		Alpha         float64 `json:"alpha"`
 		Beta          float64 `json:"beta"`
+		// Mean and Interval are the posterior mean and 95 % equal-tailed
+		// credible interval, from the engine's exact Beta quantiles.
+		Mean     float64    `json:"mean"`
+		Interval [2]float64 `json:"interval"`
 		// ProbBest is the engine's Monte Carlo probability that this
-		// variation is the best. PREVIEW: the variations read does not
-		// carry it yet (branch `preview` adds it); until it does the
-		// column is left out, never estimated here.
+		// variation is the best; the listing carries it, a single
+		// variation's read does not (nil).
 		ProbBest *float64 `json:"prob_best"`
 	} `json:"info"`
 }

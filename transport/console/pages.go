@@ -59,6 +59,8 @@ type posterior struct {
 	RunsInWindow   int
 	IntervalX      [2]float64
 	IntervalLabels [2]string
+	// Leader marks the variation most likely to be the best.
+	Leader bool
 }
 
 var (
@@ -126,13 +128,23 @@ func (c *Console) agentData(s *session, id, window string) (agentView, error) {
 			runs[it.VariationID] += n
 		}
 	}
+	// The mean, interval and probability of being best are the engine's
+	// (the variations listing); only the curves are drawn here.
+	leader, best := -1, 0.0
 	for i, vr := range vs.Items {
-		d := chart.Beta{Alpha: vr.Info.Alpha, Beta: vr.Info.Beta}
-		lo, hi := d.Interval(0.95)
-		p := posterior{V: vr, Colour: colour(i), Mean: d.Mean(), Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID],
+		lo, hi := vr.Info.Interval[0], vr.Info.Interval[1]
+		p := posterior{V: vr, Colour: colour(i), Mean: vr.Info.Mean, Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID],
 			IntervalX: [2]float64{posteriorFrame.X(lo), posteriorFrame.X(hi)}}
 		v.Posteriors = append(v.Posteriors, p)
-		v.HasProbBest = v.HasProbBest || vr.Info.ProbBest != nil
+		if pb := vr.Info.ProbBest; pb != nil {
+			v.HasProbBest = true
+			if *pb > best {
+				leader, best = i, *pb
+			}
+		}
+	}
+	if leader >= 0 && len(v.Posteriors) > 1 {
+		v.Posteriors[leader].Leader = true
 	}
 	slices.SortStableFunc(v.Posteriors, func(a, b posterior) int { return cmp.Compare(b.Mean, a.Mean) })
 	ds := make([]chart.Beta, len(v.Posteriors))
