@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +17,15 @@ var (
 )
 
 func urlEncode(s string) string { return url.QueryEscape(s) }
+
+// num formats as the console does: at most 3 decimals, trailing zeros cut.
+func num(v float64) string {
+	s := strings.TrimRight(strings.TrimRight(strconv.FormatFloat(v, 'f', 3, 64), "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
 
 // rowRE matches the variations table's row of one variation.
 func rowRE(id string) *regexp.Regexp {
@@ -203,6 +213,24 @@ func TestAgentPages(t *testing.T) {
 	}
 	if !strings.Contains(p.body, "/runs/"+s.lowest) {
 		t.Error("the lowest run is not listed on version 2")
+	}
+	// The histogram is the engine's: a bar per non-empty bin, counts as
+	// the version summary's.
+	sum := e.api(adminKey, 200, "GET", "/api/v1/agents/"+s.agent+"/versions/2/rewards", nil)
+	h := sum["histogram"].(map[string]any)
+	col := regexp.MustCompile(`(?s)<section class="card version" data-version="2">.*?</section>`).FindString(p.body)
+	total := 0
+	for i, n := range h["matured"].([]any) {
+		c := int(n.(float64))
+		total += c
+		w := 1.0 / 20
+		title := fmt.Sprintf("<title>%s–%s: %d matured runs</title>", num(float64(i)*w), num(float64(i+1)*w), c)
+		if got := strings.Contains(col, title); got != (c > 0) {
+			t.Errorf("bin %d (%d runs): %q shown %v", i, c, title, got)
+		}
+	}
+	if total == 0 || !strings.Contains(col, fmt.Sprintf(`data-matured="%d"`, total)) || strings.Contains(p.body, "1,000") {
+		t.Errorf("version 2's histogram does not hold its %d matured runs:\n%s", total, col)
 	}
 
 	p = b.get(a + "/runs/" + s.lowest)

@@ -95,15 +95,16 @@ type rewardJSON struct {
 }
 
 type summaryJSON struct {
-	Version          string       `json:"version"`
-	ObjectiveVersion int          `json:"objective_version"`
-	Runs             int          `json:"runs"`
-	Matured          int          `json:"matured"`
-	Scored           int          `json:"scored"`
-	Guarded          int          `json:"guarded"`
-	Excluded         int          `json:"excluded"`
-	Mean             *float64     `json:"mean"`
-	Lowest           []rewardJSON `json:"lowest"`
+	Version          string        `json:"version"`
+	ObjectiveVersion int           `json:"objective_version"`
+	Runs             int           `json:"runs"`
+	Matured          int           `json:"matured"`
+	Scored           int           `json:"scored"`
+	Guarded          int           `json:"guarded"`
+	Excluded         int           `json:"excluded"`
+	Mean             *float64      `json:"mean"`
+	Lowest           []rewardJSON  `json:"lowest"`
+	Histogram        histogramJSON `json:"histogram"`
 }
 
 type definitionJSON struct {

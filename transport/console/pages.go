@@ -202,15 +202,8 @@ func (c *Console) agentLive(w http.ResponseWriter, r *http.Request, s *session) 
 // versionColumn is one release on the version rewards page.
 type versionColumn struct {
 	Summary summaryJSON
-	Bars    []chart.Rect
-	Bins    []chart.Bin
-	// Partial is set when the histogram holds fewer runs than matured:
-	// the summary lists at most 1000 lowest runs.
-	Partial bool
-	Shown   int
+	Hist    histView
 }
-
-const summaryLimit = 1000
 
 func (c *Console) versionsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("agent")
@@ -236,14 +229,6 @@ func (c *Console) versionsPage(w http.ResponseWriter, r *http.Request, s *sessio
 	if n, err := strconv.Atoi(q.Get("objective_version")); err == nil && n >= 0 && n <= ov.ObjectiveVersion {
 		objVersion = n
 	}
-	var obj objectiveJSON
-	if err := c.ask(s, api.GetObjectiveVersion, api.Target{Agent: id, Version: strconv.Itoa(objVersion)}, nil, &obj); err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	var def definitionJSON
-	_ = json.Unmarshal(obj.Definition, &def)
-
 	pick := func(name string, fallback int) string {
 		if v := q.Get(name); slices.Contains(labels, v) {
 			return v
@@ -255,53 +240,36 @@ func (c *Console) versionsPage(w http.ResponseWriter, r *http.Request, s *sessio
 	}
 	chosen := []string{pick("v", len(labels)-1), pick("compare", len(labels)-2)}
 	var cols []versionColumn
-	top := 0
 	for _, label := range chosen {
 		if label == "" || len(cols) == 1 && label == cols[0].Summary.Version {
 			continue
 		}
 		var col versionColumn
-		query := map[string]string{"objective_version": strconv.Itoa(objVersion), "limit": strconv.Itoa(summaryLimit)}
+		query := map[string]string{"objective_version": strconv.Itoa(objVersion), "limit": strconv.Itoa(lowestShown)}
 		if err := c.ask(s, api.VersionRewards, api.Target{Agent: id, Version: label}, query, &col.Summary); err != nil {
 			c.fail(w, r, s, err)
 			return
 		}
-		// PREVIEW: once the version summary carries the engine's reward
-		// histogram (branch `preview`), draw that; until then the bins are
-		// counted from the listed matured runs, which are all of them up to
-		// summaryLimit.
-		values := make([]float64, 0, len(col.Summary.Lowest))
-		for _, rw := range col.Summary.Lowest {
-			if rw.Value != nil {
-				values = append(values, *rw.Value)
-			}
-		}
-		col.Shown = len(values)
-		col.Partial = len(col.Summary.Lowest) < col.Summary.Matured
-		col.Bins = chart.Bins(values, def.Bounds[0], def.Bounds[1], 20)
-		for _, b := range col.Bins {
-			top = max(top, b.Count)
-		}
 		cols = append(cols, col)
 	}
+	hs := make([]histogramJSON, len(cols))
 	for i := range cols {
-		counts := make([]int, len(cols[i].Bins))
-		for j, b := range cols[i].Bins {
-			counts[j] = b.Count
-		}
-		cols[i].Bars = chart.Bars(histogramFrame, counts, top, 1)
+		hs[i] = cols[i].Summary.Histogram
+	}
+	for i, h := range drawHistograms(histogramFrame, hs) {
+		cols[i].Hist = h
 	}
 	objectives := make([]int, ov.ObjectiveVersion+1)
 	for i := range objectives {
 		objectives[i] = i
 	}
-	ticks := []tick{{X: histogramFrame.X(0), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[0]), Align: "start"},
-		{X: histogramFrame.X(0.5), Y: histogramFrame.Base() + 16, Label: num((def.Bounds[0] + def.Bounds[1]) / 2)},
-		{X: histogramFrame.X(1), Y: histogramFrame.Base() + 16, Label: num(def.Bounds[1]), Align: "end"}}
 	c.render(w, r, s, http.StatusOK, "versions", map[string]any{"Title": "Rewards by version · " + ag.Name, "Agent": ag,
 		"Labels": labels, "Chosen": chosen, "Columns": cols, "Objectives": objectives, "ObjectiveVersion": objVersion,
-		"Current": ov.ObjectiveVersion, "Frame": histogramFrame, "Ticks": ticks, "Top": top, "Limit": summaryLimit})
+		"Current": ov.ObjectiveVersion, "Frame": histogramFrame})
 }
+
+// lowestShown is how many of the lowest-scoring runs a page lists.
+const lowestShown = 10
 
 type termRow struct {
 	T            termJSON

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plaudit/plaudit/transport/console/chart"
 )
 
 // palette holds the variations' colours, in the order they are drawn:
@@ -54,6 +56,16 @@ var funcs = template.FuncMap{
 	"query":  url.QueryEscape,
 	"path":   url.PathEscape,
 	"op":     func(b byte) string { return string(b) },
+	"hist": func(f chart.Frame, h histView, label string) histArgs {
+		return histArgs{Frame: f, H: h, Label: label}
+	},
+}
+
+// histArgs are the "histogram" part's arguments (parts.html).
+type histArgs struct {
+	Frame chart.Frame
+	H     histView
+	Label string
 }
 
 func num(v float64) string {
@@ -91,7 +103,8 @@ func whenPtr(t *time.Time) string {
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
 
-// parsePages parses each page template with the layout.
+// parsePages parses each page template with the layout and the parts
+// pages share (parts.html).
 func parsePages() (map[string]*template.Template, error) {
 	names, err := fs.Glob(webFS, "web/templates/*.html")
 	if err != nil {
@@ -100,10 +113,10 @@ func parsePages() (map[string]*template.Template, error) {
 	pages := map[string]*template.Template{}
 	for _, n := range names {
 		base := strings.TrimSuffix(path.Base(n), ".html")
-		if base == "layout" {
+		if base == "layout" || base == "parts" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", n)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(webFS, "web/templates/layout.html", "web/templates/parts.html", n)
 		if err != nil {
 			return nil, fmt.Errorf("console: template %s: %w", n, err)
 		}

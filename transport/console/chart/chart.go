@@ -1,5 +1,5 @@
 // Package chart computes the geometry of the console's SVG charts: Beta
-// density curves, histograms and stacked time bars, in pixels of a Frame.
+// density curves, histogram bars and stacked time bars, in pixels of a Frame.
 // It knows nothing of HTML; the console's templates place its numbers.
 // Coordinates are rounded to a tenth of a pixel, which is finer than any
 // screen draws and keeps the markup short.
@@ -98,35 +98,6 @@ func sampleX(j, samples int) float64 {
 		return 1
 	}
 	return (float64(j) - 0.5) / float64(samples)
-}
-
-// Bin is one histogram bin, [Lo, Hi) (the last one closed).
-type Bin struct {
-	Lo, Hi float64
-	Count  int
-}
-
-// Bins counts values into n equal bins over [lo, hi]; values outside are
-// left out, hi falls in the last bin.
-func Bins(values []float64, lo, hi float64, n int) []Bin {
-	n = max(n, 1)
-	bins := make([]Bin, n)
-	w := (hi - lo) / float64(n)
-	for i := range bins {
-		bins[i].Lo, bins[i].Hi = lo+float64(i)*w, lo+float64(i+1)*w
-	}
-	bins[n-1].Hi = hi
-	for _, v := range values {
-		if v < lo || v > hi || math.IsNaN(v) {
-			continue
-		}
-		i := int((v - lo) / w)
-		if i >= n {
-			i = n - 1
-		}
-		bins[i].Count++
-	}
-	return bins
 }
 
 // Rect is a bar in pixels.

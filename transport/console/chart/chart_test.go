@@ -137,36 +137,6 @@ func TestDensitiesWithUnboundedEdge(t *testing.T) {
 	}
 }
 
-func TestBins(t *testing.T) {
-	cases := []struct {
-		name   string
-		values []float64
-		n      int
-		want   []int
-	}{
-		{"edges", []float64{0, 0.25, 0.5, 0.75, 1}, 4, []int{1, 1, 1, 2}},
-		{"outside dropped", []float64{-0.1, 1.1, math.NaN(), 0.3}, 2, []int{1, 0}},
-		{"empty", nil, 3, []int{0, 0, 0}},
-		{"one bin", []float64{0, 1, 0.5}, 1, []int{3}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			bins := Bins(c.values, 0, 1, c.n)
-			if len(bins) != len(c.want) {
-				t.Fatalf("%d bins", len(bins))
-			}
-			for i, b := range bins {
-				if b.Count != c.want[i] {
-					t.Errorf("bin %d [%v,%v) = %d, want %d", i, b.Lo, b.Hi, b.Count, c.want[i])
-				}
-			}
-			if bins[len(bins)-1].Hi != 1 || bins[0].Lo != 0 {
-				t.Errorf("bins span %v..%v", bins[0].Lo, bins[len(bins)-1].Hi)
-			}
-		})
-	}
-}
-
 func TestBars(t *testing.T) {
 	rs := Bars(frame, []int{0, 2, 4, 1}, 0, 2)
 	if len(rs) != 4 {
