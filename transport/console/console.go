@@ -104,6 +104,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /ui/agents/{agent}/versions", c.signedIn(c.versionsPage))
 	m.HandleFunc("GET /ui/agents/{agent}/runs/{run}", c.signedIn(c.runPage))
 	m.HandleFunc("GET /ui/agents/{agent}/objective", c.signedIn(c.objectivePage))
+	m.HandleFunc("POST /ui/agents/{agent}/objective/preview", c.signedIn(c.previewDraft))
 	m.HandleFunc("GET /ui/tasks", c.signedIn(c.tasksPage))
 	c.mux = m
 }
@@ -136,15 +137,28 @@ type errService struct {
 
 func (e *errService) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
 
-// ask runs one operation as the session's key and decodes its JSON answer
-// into out.
+// ask runs one read as the session's key and decodes its JSON answer into
+// out.
 func (c *Console) ask(s *session, op api.Op, target api.Target, query map[string]string, out any) error {
 	req := &api.Request{Op: op, Principal: s.principal, Target: target, RequestID: c.svc.RequestID(),
 		Started: c.svc.Stamp(), Door: api.DoorConsole, Arrived: time.Now()}
 	if len(query) > 0 {
 		req.Query = func(name string) string { return query[name] }
 	}
-	resp := c.svc.Handle(req)
+	return c.answer(op, c.svc.Handle(req), out)
+}
+
+// askBody runs one operation with a JSON body as the session's key and
+// decodes its answer into out.
+func (c *Console) askBody(s *session, op api.Op, target api.Target, body []byte, out any) error {
+	req := &api.Request{Op: op, Principal: s.principal, Target: target, Body: body, RequestID: c.svc.RequestID(),
+		Started: c.svc.Stamp(), Door: api.DoorConsole, Arrived: time.Now()}
+	return c.answer(op, c.svc.Handle(req), out)
+}
+
+// answer decodes a service answer: its JSON into out, or other than a
+// success an *errService.
+func (c *Console) answer(op api.Op, resp api.Response, out any) error {
 	if resp.Status >= 300 {
 		var body struct {
 			Error struct{ Code, Message string } `json:"error"`

@@ -67,6 +67,7 @@ var (
 	posteriorFrame  = chart.Frame{Width: 720, Height: 260, Left: 16, Right: 16, Top: 14, Bottom: 28}
 	selectionsFrame = chart.Frame{Width: 720, Height: 160, Left: 16, Right: 16, Top: 10, Bottom: 28}
 	histogramFrame  = chart.Frame{Width: 340, Height: 180, Left: 8, Right: 8, Top: 10, Bottom: 28}
+	previewFrame    = chart.Frame{Width: 340, Height: 150, Left: 8, Right: 8, Top: 10, Bottom: 28}
 )
 
 // windows are the agent page's selection charts: buckets of a width.
@@ -385,23 +386,34 @@ type objectiveRow struct {
 }
 
 func (c *Console) objectivePage(w http.ResponseWriter, r *http.Request, s *session) {
-	id := r.PathValue("agent")
-	var ag agentJSON
-	var cur objectiveJSON
-	if err := c.ask(s, api.GetAgent, api.Target{Agent: id}, nil, &ag); err != nil {
+	data, err := c.objectiveData(s, r, r.PathValue("agent"))
+	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
+	c.render(w, r, s, http.StatusOK, "objective", data)
+}
+
+// objectiveData reads the objective page: the versions, the diff the
+// query asks for, and the draft form prefilled with the current definition.
+func (c *Console) objectiveData(s *session, r *http.Request, id string) (map[string]any, error) {
+	var ag agentJSON
+	var cur objectiveJSON
+	var ov overviewJSON
+	if err := c.ask(s, api.GetAgent, api.Target{Agent: id}, nil, &ag); err != nil {
+		return nil, err
+	}
 	if err := c.ask(s, api.GetObjective, api.Target{Agent: id}, nil, &cur); err != nil {
-		c.fail(w, r, s, err)
-		return
+		return nil, err
+	}
+	if err := c.ask(s, api.AgentOverview, api.Target{Agent: id}, map[string]string{"buckets": "1", "rewards": "false"}, &ov); err != nil {
+		return nil, err
 	}
 	versions := make([]objectiveRow, cur.Version+1)
 	for v := range versions {
 		o := &versions[v].O
 		if err := c.ask(s, api.GetObjectiveVersion, api.Target{Agent: id, Version: strconv.Itoa(v)}, nil, o); err != nil {
-			c.fail(w, r, s, err)
-			return
+			return nil, err
 		}
 		var pretty bytes.Buffer
 		_ = json.Indent(&pretty, o.Definition, "", "  ")
@@ -415,8 +427,15 @@ func (c *Console) objectivePage(w http.ResponseWriter, r *http.Request, s *sessi
 	}
 	b := pick("b", cur.Version)
 	a := pick("a", max(b-1, 0))
-	c.render(w, r, s, http.StatusOK, "objective", map[string]any{"Title": "Objective · " + ag.Name, "Agent": ag,
-		"Versions": versions, "A": a, "B": b, "Diff": lineDiff(versions[a].Pretty, versions[b].Pretty), "Current": cur.Version})
+	var labels []string
+	for _, v := range ov.Versions {
+		if v.Version != nil {
+			labels = append(labels, *v.Version)
+		}
+	}
+	return map[string]any{"Title": "Objective · " + ag.Name, "Agent": ag, "Versions": versions, "A": a, "B": b,
+		"Diff": lineDiff(versions[a].Pretty, versions[b].Pretty), "Current": cur.Version, "Labels": labels,
+		"Draft": draftForm{Definition: versions[cur.Version].Pretty}, "PFrame": previewFrame}, nil
 }
 
 func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) {

@@ -56,6 +56,13 @@ var funcs = template.FuncMap{
 	"query":  url.QueryEscape,
 	"path":   url.PathEscape,
 	"op":     func(b byte) string { return string(b) },
+	"deltaf": deltaf,
+	"delta": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return deltaf(*v)
+	},
 	"hist": func(f chart.Frame, h histView, label string) histArgs {
 		return histArgs{Frame: f, H: h, Label: label}
 	},
@@ -76,6 +83,15 @@ func num(v float64) string {
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	if s == "-0" {
 		return "0"
+	}
+	return s
+}
+
+// deltaf formats a change with its sign.
+func deltaf(v float64) string {
+	s := num(v)
+	if v > 0 && s != "0" {
+		return "+" + s
 	}
 	return s
 }
