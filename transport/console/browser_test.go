@@ -2,7 +2,9 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,7 +46,8 @@ type curveInfo struct {
 
 // TestConsoleInBrowser drives the console in headless Chromium: sign in,
 // the agent's posterior chart (one curve per variation, by mean, drawn),
-// a live update when feedback arrives, the lowest run and its evidence.
+// a live update when feedback arrives, the lowest run and its evidence,
+// and a draft objective tried from the objective page.
 // Without Chromium it fails, unless PLAUDIT_SKIP_BROWSER=1 says to skip.
 func TestConsoleInBrowser(t *testing.T) {
 	path := chromium()
@@ -76,6 +79,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	shot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			buf, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(screenshots, name+".png"), buf, 0o644)
+		})
+	}
+	// shotOf takes a picture of one element.
+	shotOf := func(name, sel string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			buf, err := chromedp.Screenshot(chromedp.CSS(sel))(ctx, tg)
 			if err != nil {
 				return err
 			}
@@ -177,8 +190,38 @@ func TestConsoleInBrowser(t *testing.T) {
 	run("objective", chromedp.Navigate(e.base+"/ui/agents/"+s.agent+"/objective"),
 		chromedp.WaitVisible(chromedp.CSS(`#diff .add`)), shot("objective"))
 
-	// PREVIEW: once POST .../objective/preview lands, run a draft from the
-	// objective page here and check both summaries are shown.
+	// Try a draft that re-weights the terms: the panel shows both
+	// summaries as the service answers them, and the runs that moved.
+	want := e.api(adminKey, 200, "POST", "/api/v1/agents/"+s.agent+"/objective/preview",
+		map[string]any{"definition": json.RawMessage(reweighted), "limit": 10})
+	run("try a draft", chromedp.SetValue(chromedp.CSS(`#definition`), reweighted),
+		chromedp.Click(chromedp.CSS(`#draft-submit`)),
+		chromedp.WaitVisible(chromedp.CSS(`#preview`)),
+		chromedp.ScrollIntoView(chromedp.CSS(`#try-draft`)),
+		shotOf("preview", `#try-draft`))
+	for _, side := range []string{"current", "draft"} {
+		sum := want[side].(map[string]any)
+		for _, f := range []struct{ field, want string }{
+			{"mean", num(sum["mean"].(float64))}, {"runs", fmt.Sprint(sum["runs"])}, {"matured", fmt.Sprint(sum["matured"])},
+		} {
+			if got := text(`#preview [data-side="` + side + `"] [data-field="` + f.field + `"]`); got != f.want {
+				t.Errorf("preview, %s %s: shows %q, the service answered %q", side, f.field, got, f.want)
+			}
+		}
+		bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#preview [data-side="`+side+`"] svg.histogram rect.bar').length`))
+		if err != nil || bars == 0 {
+			t.Errorf("preview, %s: %d histogram bars drawn (%v)", side, bars, err)
+		}
+	}
+	moved := want["moved"].([]any)[0].(map[string]any)
+	if got := text(`#moved tbody tr:first-child td:nth-child(4)`); got != "+"+num(moved["delta"].(float64)) && got != num(moved["delta"].(float64)) {
+		t.Errorf("the run that moved most shows a change of %q, the service answered %v", got, moved["delta"])
+	}
+	run("a moved run", chromedp.Click(chromedp.CSS(`#moved tbody tr:first-child a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))
+	if url, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.Contains(url, "/runs/"+moved["run_id"].(string)) {
+		t.Errorf("the moved run's link leads to %s (%v), want run %s", url, err, moved["run_id"])
+	}
+
 	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal("the browser test ran out of time")
 	}
