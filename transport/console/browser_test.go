@@ -214,7 +214,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	moved := want["moved"].([]any)[0].(map[string]any)
-	if got := text(`#moved tbody tr:first-child td:nth-child(4)`); got != "+"+num(moved["delta"].(float64)) && got != num(moved["delta"].(float64)) {
+	if got, d := text(`#moved tbody tr:first-child td:nth-child(4)`), moved["delta"].(float64); got != fmt.Sprintf("%+.3f", d) {
 		t.Errorf("the run that moved most shows a change of %q, the service answered %v", got, moved["delta"])
 	}
 	run("a moved run", chromedp.Click(chromedp.CSS(`#moved tbody tr:first-child a`)), chromedp.WaitVisible(chromedp.CSS(`#evidence`)))

@@ -21,9 +21,9 @@ type histBin struct {
 
 // histView is one histogram drawn, with the axis labels of its bounds.
 type histView struct {
-	Bins            []histBin
-	Matured, Values int // runs counted: matured, and all with a value
-	Ticks           []tick
+	Bins               []histBin
+	Matured, Unmatured int // runs counted: matured, and not yet
+	Ticks              []tick
 }
 
 // drawHistograms draws hs on one vertical scale, so that side by side
@@ -41,7 +41,7 @@ func drawHistograms(f chart.Frame, hs []histogramJSON) []histView {
 		for i, n := range h.Matured {
 			all[i] = n + at(h.Unmatured, i)
 			out[k].Matured += n
-			out[k].Values += all[i]
+			out[k].Unmatured += at(h.Unmatured, i)
 		}
 		m, a := chart.Bars(f, h.Matured, top, 1), chart.Bars(f, all, top, 1)
 		lo, hi := h.Bounds[0], h.Bounds[1]

@@ -11,10 +11,11 @@ import (
 )
 
 // reweighted is the seed's objective with the terms' weights swapped
-// round: CI counts more than the ratings.
+// round, CI counting more than the ratings, and a run without CI counted
+// as failing it rather than skipping the term.
 const reweighted = `{"horizon_s": 3600, "default": "exclude",
  "guards": [{"signal": "run.succeeded", "op": "lt", "value": 1}],
- "terms": [{"signal": "human.rating", "weight": 0.2, "scale": [1, 5]}, {"signal": "ci.tests", "weight": 0.8, "within_s": 600}],
+ "terms": [{"signal": "human.rating", "weight": 0.2, "scale": [1, 5]}, {"signal": "ci.tests", "weight": 0.8, "within_s": 600, "missing": 0}],
  "bounds": [0, 1]}`
 
 var (

@@ -87,10 +87,15 @@ func num(v float64) string {
 	return s
 }
 
-// deltaf formats a change with its sign.
+// deltaf formats a change with its sign to 3 decimals: a change of a
+// rounding error (a re-weighted sum's last bit) reads as "0.000", not as
+// 2.22e-16.
 func deltaf(v float64) string {
-	s := num(v)
-	if v > 0 && s != "0" {
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	switch {
+	case s == "-0.000":
+		return "0.000"
+	case v > 0 && s != "0.000":
 		return "+" + s
 	}
 	return s
