@@ -52,13 +52,11 @@ func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *session)
 
 // posterior is one variation on the agent page: its Beta posterior, drawn.
 type posterior struct {
-	V              variationJSON
-	Colour         string
-	Mean, Lo, Hi   float64
-	Curve          chart.Curve
-	RunsInWindow   int
-	IntervalX      [2]float64
-	IntervalLabels [2]string
+	V            variationJSON
+	Colour       string
+	Mean, Lo, Hi float64
+	Curve        chart.Curve
+	RunsInWindow int
 	// Leader marks the variation most likely to be the best.
 	Leader bool
 }
@@ -134,8 +132,7 @@ func (c *Console) agentData(s *session, id, window string) (agentView, error) {
 	leader, best := -1, 0.0
 	for i, vr := range vs.Items {
 		lo, hi := vr.Info.Interval[0], vr.Info.Interval[1]
-		p := posterior{V: vr, Colour: colour(i), Mean: vr.Info.Mean, Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID],
-			IntervalX: [2]float64{posteriorFrame.X(lo), posteriorFrame.X(hi)}}
+		p := posterior{V: vr, Colour: colour(i), Mean: vr.Info.Mean, Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID]}
 		v.Posteriors = append(v.Posteriors, p)
 		if pb := vr.Info.ProbBest; pb != nil {
 			v.HasProbBest = true
