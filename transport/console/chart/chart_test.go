@@ -9,8 +9,8 @@ import (
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-// TestBetaAgainstClosedForms checks the density, distribution and quantile
-// against Beta distributions whose CDF is a polynomial.
+// TestBetaAgainstClosedForms checks the density against Beta distributions
+// whose density is a polynomial.
 func TestBetaAgainstClosedForms(t *testing.T) {
 	cases := []struct {
 		name string
