@@ -31,7 +31,8 @@ type PreviewResult struct {
 	// Changed counts the runs whose status or value differs.
 	Changed int
 	// Moved lists the runs whose value moved most, by |Δ| descending (ties
-	// by run id), among the runs with a value under both; Δ = 0 is no move.
+	// by run id), among the runs with a value under both; a Δ within
+	// rounding (1e-12 of the values) is no move, and no change.
 	Moved []Moved
 }
 
@@ -180,9 +181,16 @@ func (p *Preview) upTo(idx []int32) []int32 {
 	return idx[:n]
 }
 
+// sameValue reports whether two rewards are equal but for floating-point
+// rounding: re-weighting terms that sum to the same value can leave a run
+// 2.2e-16 apart, which is no move.
+func sameValue(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-12*max(1, math.Abs(a), math.Abs(b))
+}
+
 func (p *Preview) compare(cur, drf *objective.Reward) {
 	same := cur.Status == drf.Status && (cur.Value == nil) == (drf.Value == nil) &&
-		(cur.Value == nil || *cur.Value == *drf.Value)
+		(cur.Value == nil || sameValue(*cur.Value, *drf.Value))
 	if same {
 		return
 	}
@@ -192,7 +200,7 @@ func (p *Preview) compare(cur, drf *objective.Reward) {
 	}
 	m := Moved{RunID: cur.RunID, Matured: cur.Matured, Current: *cur.Value, Draft: *drf.Value,
 		CurrentStatus: cur.Status, DraftStatus: drf.Status}
-	if m.Delta() == 0 {
+	if sameValue(m.Current, m.Draft) {
 		return
 	}
 	h := p.moved

@@ -100,10 +100,10 @@ func bruteForce(t *testing.T, a *Agent, label *string, cur, draft, limit int, no
 		}
 		d, _ := a.Reward(r.ID, draft, now)
 		cs, ds = append(cs, c), append(ds, d)
-		if c.Status != d.Status || (c.Value == nil) != (d.Value == nil) || c.Value != nil && *c.Value != *d.Value {
+		if c.Status != d.Status || (c.Value == nil) != (d.Value == nil) || c.Value != nil && !sameValue(*c.Value, *d.Value) {
 			changed++
 		}
-		if c.Value != nil && d.Value != nil && *c.Value != *d.Value {
+		if c.Value != nil && d.Value != nil && !sameValue(*c.Value, *d.Value) {
 			moved = append(moved, Moved{RunID: r.ID, Matured: c.Matured, Current: *c.Value, Draft: *d.Value,
 				CurrentStatus: c.Status, DraftStatus: d.Status})
 		}
@@ -176,6 +176,32 @@ func TestPreviewEqualsPublishingThenReading(t *testing.T) {
 	}
 	if results[4].res.Draft.Histogram.Bounds != [2]float64{-1, 1} || len(results[4].res.Moved) == 0 || results[4].res.Changed == 0 {
 		t.Fatalf("the history should exercise the draft: %+v", results[4].res)
+	}
+}
+
+// TestPreviewIgnoresRounding: re-weighting two terms that read the same
+// value leaves every run's reward where it was, though the arithmetic may
+// land an ulp away; no run has changed or moved.
+func TestPreviewIgnoresRounding(t *testing.T) {
+	h := newHarness(t)
+	h.must(PutObjective{Definition: mustParse(t, `{"terms": [{"signal": "a", "weight": 0.7}, {"signal": "b", "weight": 0.3}]}`)})
+	ulps := 0
+	for i := range 200 {
+		r := h.run(CreateRun{})
+		x := float64(i) / 199
+		h.signal(RecordSignal{Kind: "a", Value: x, RunID: r.ID})
+		h.signal(RecordSignal{Kind: "b", Value: x, RunID: r.ID})
+		if 0.1*x+0.9*x != 0.7*x+0.3*x {
+			ulps++
+		}
+	}
+	if ulps == 0 {
+		t.Fatal("no value lands an ulp apart: the test shows nothing")
+	}
+	draft := mustParse(t, `{"terms": [{"signal": "a", "weight": 0.1}, {"signal": "b", "weight": 0.9}]}`)
+	res := runPreview(t, h.a, PreviewObjective{Definition: draft, Limit: 10}, h.now, 1<<30)
+	if res.Changed != 0 || len(res.Moved) != 0 {
+		t.Fatalf("changed %d, moved %+v: want none (%d values an ulp apart)", res.Changed, res.Moved, ulps)
 	}
 }
 
