@@ -25,6 +25,7 @@ type gatedStore struct {
 	gate    chan struct{} // nil: appends pass
 	entered chan struct{} // signalled when an append reaches a closed gate
 	failing bool          // appends that pass the gate fail, as if the disk died
+	failN   int           // this many more appends that pass the gate fail, later ones succeed
 }
 
 func (g *gatedStore) Append(b persist.Batch) error {
@@ -37,7 +38,10 @@ func (g *gatedStore) Append(b persist.Batch) error {
 		<-gate
 	}
 	g.mu.Lock()
-	failing := g.failing
+	failing := g.failing || g.failN > 0
+	if g.failN > 0 {
+		g.failN--
+	}
 	g.mu.Unlock()
 	if failing {
 		return errors.New("disk gone")
@@ -57,6 +61,22 @@ func (g *gatedStore) crash() {
 	g.failing = true
 	g.mu.Unlock()
 	g.release()
+}
+
+// pass lets one append waiting at the gate through; the gate stays closed.
+func (g *gatedStore) pass() {
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	gate <- struct{}{}
+}
+
+// failNext makes the next n appends that pass the gate fail; later ones
+// succeed, as after a transient disk error.
+func (g *gatedStore) failNext(n int) {
+	g.mu.Lock()
+	g.failN = n
+	g.mu.Unlock()
 }
 
 func (g *gatedStore) release() {
