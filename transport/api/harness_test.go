@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/httpdoor"
@@ -68,6 +69,10 @@ type config struct {
 	IdempotencyTTL   time.Duration
 	Judge            judging.JudgeFunc // seed 003's model judges; nil fails every judge request
 	JudgeDeadline    time.Duration
+	RequestTimeout   time.Duration // the actors' RequestTimeout
+	// ActorStore, when set, wraps the store the agent actors write through
+	// (a faultStore), so a test decides when and whether appends land.
+	ActorStore func(persist.Store) persist.Store
 }
 
 // harness is one Plaudit without doors: store, tenancy, actors and service
@@ -113,7 +118,11 @@ func (h *harness) open() {
 		_ = store.Close()
 		h.t.Fatalf("tenancy.Open: %v", err)
 	}
-	reg := actors.New(actors.Config{Store: store, SnapshotEvery: h.cfg.SnapshotEvery,
+	var actorStore persist.Store = store
+	if h.cfg.ActorStore != nil {
+		actorStore = h.cfg.ActorStore(store)
+	}
+	reg := actors.New(actors.Config{Store: actorStore, RequestTimeout: h.cfg.RequestTimeout, SnapshotEvery: h.cfg.SnapshotEvery,
 		SnapshotInterval: h.cfg.SnapshotInterval, IdleTimeout: h.cfg.IdleTimeout,
 		Now: h.clk.Now, Seed: actorSeed})
 	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now,
