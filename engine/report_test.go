@@ -94,3 +94,33 @@ func TestStandingReportIsASignal(t *testing.T) {
 		t.Fatalf("a null report became a signal: %+v", rw.Terms[0])
 	}
 }
+
+// TestReportStandsAsOfItsLatestReplacement: a replaced report is a signal
+// stamped when it was last replaced, not when first made; with agg "last" it
+// outranks a signal recorded between the two. A report whose request
+// started at the same stamp as the standing one's replaces it.
+func TestReportStandsAsOfItsLatestReplacement(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	def, err := objective.Parse([]byte(`{"terms":[{"signal":"ci","weight":1,"agg":"last"}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.2), Weight: 1, Started: 1})
+	h.now = h.now.Add(time.Minute)
+	h.must(RecordSignal{Kind: "ci", Value: 0.7, RunID: r.ID})
+	h.now = h.now.Add(time.Minute)
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.9), Weight: 1, Started: 2})
+	if rw, _ := h.a.Reward(r.ID, -1, h.now); rw.Value == nil || *rw.Value != 0.9 {
+		t.Fatalf("last ci after the report's replacement = %+v, want the replaced report's 0.9", rw.Terms)
+	}
+	h.now = h.now.Add(time.Minute)
+	if _, err := h.exec(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.4), Weight: 1, Started: 2}); err != nil {
+		t.Fatalf("a report started at the standing one's stamp: %v, want it to replace", err)
+	}
+	if reps, _ := h.a.Reports(r.ID); len(reps) != 1 || *reps[0].Value != 0.4 {
+		t.Fatalf("reports after an equal-stamp replacement = %+v", reps)
+	}
+}
