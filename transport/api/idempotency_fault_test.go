@@ -73,8 +73,13 @@ type keyedSignal struct {
 
 func newKeyedSignal(t *testing.T, f *idemFixture) keyedSignal {
 	run := f.run(t, `{}`)
-	return keyedSignal{f: f, path: "/api/v1/agents/" + f.agent + "/signals", run: run,
+	k := keyedSignal{f: f, path: "/api/v1/agents/" + f.agent + "/signals", run: run,
 		body: fmt.Sprintf(`{"kind": "idem.signal", "value": 1, "run_id": %q}`, run)}
+	// Creating a run answers before its append (selection's exception); a
+	// read waits for it, so a fault armed next meets the keyed write, not
+	// the run's creation.
+	k.count(t)
+	return k
 }
 
 // send sends the write under key. A replay repeats the first answer's
