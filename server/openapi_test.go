@@ -171,7 +171,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	cf.ok("GET", w+"/agents/"+agent+"/feedback?agentVariationId="+variation, "", 200)
 	cf.ok("GET", w+"/agents/"+agent+"/variations/"+variation, "", 200)
 
-	// Seed 003: tasks, judge versions, judged rewards, calibration.
+	// Seed 003: tasks, judge versions, judged rewards, calibration, summary.
 	checks := `{"id": "acme/checks", "prompt": "Summarise the ticket.", "soft_cap_chars": 2000, "rubric": {"criteria": [
 		{"id": "mentions-refund", "must": true, "weight": 2, "check": {"type": "contains", "value": "refund"}},
 		{"id": "short", "check": {"type": "max_chars", "value": 400}},
@@ -199,6 +199,11 @@ func TestOpenAPIConformance(t *testing.T) {
 	if n := len(list(t, cal, "items")); n != 1 {
 		t.Errorf("calibration has %d groups, want 1 (a scored reward and a review on the job)", n)
 	}
+	sum := cf.ok("GET", "/v1/tasks/acme%2Fchecks/rewards/summary", "", 200)
+	if n := list(t, sum, "items"); len(n) != 1 || n[0].(map[string]any)["scored"] != 2.0 {
+		t.Errorf("reward summary %v, want one version with 2 scored rewards", n)
+	}
+	cf.ok("GET", "/v1/tasks/acme%2Fchecks/rewards/summary?judge_version=j2", "", 200)
 	ev := cf.ok("GET", j, "", 200) // reports, feedback, judged rewards (check and model_judge)
 	kinds := map[string]bool{}
 	for _, it := range list(t, ev, "items") {

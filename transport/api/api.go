@@ -76,7 +76,8 @@ const (
 	ListJudgeVersions  Op = "list_judge_versions"
 	CreateJudgedReward Op = "create_judged_reward"
 	GetJudgedReward    Op = "get_judged_reward"
-	TaskCalibration    Op = "task_calibration" // judged rewards against reviews
+	TaskCalibration    Op = "task_calibration"    // judged rewards against reviews
+	TaskRewardSummary  Op = "task_reward_summary" // the reward distribution per task version
 )
 
 // Target names what an operation acts on: the path parameters of HTTP, the

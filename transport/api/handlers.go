@@ -60,6 +60,7 @@ var handlers = map[Op]handler{
 	CreateJudgedReward: {fn: (*call).createJudgedReward, write: true},
 	GetJudgedReward:    {fn: (*call).getJudgedReward},
 	TaskCalibration:    {fn: (*call).taskCalibration},
+	TaskRewardSummary:  {fn: (*call).taskRewardSummary},
 }
 
 // BodyArgs maps a body's top-level string and number members to their text:

@@ -104,12 +104,15 @@ func (s *Service) Close() {
 }
 
 // SetReady marks recovery as done; before it every request is 503. The
-// first call indexes the judged rewards stored before their episode index
-// existed (once per store) and resumes the ones left open by the last run.
+// first call indexes the judged rewards stored before their episode and
+// task indexes existed (once per store) and resumes the ones left open by the last run.
 func (s *Service) SetReady() {
 	s.resume.Do(func() {
 		if err := s.judging.IndexEpisodes(); err != nil {
 			s.cfg.Logger.Error("judged rewards of episodes not indexed", "err", err)
+		}
+		if err := s.judging.IndexTasks(); err != nil {
+			s.cfg.Logger.Error("judged rewards of tasks not indexed", "err", err)
 		}
 		if err := s.judges.Resume(); err != nil {
 			s.cfg.Logger.Error("judged rewards not resumed", "err", err)

@@ -72,6 +72,7 @@ var routes = []route{
 	{"POST", "/v1/tasks", api.CreateTask},
 	{"GET", "/v1/tasks/{task*}/versions/{version}", api.GetTaskVersion},
 	{"GET", "/v1/tasks/{task*}/calibration", api.TaskCalibration},
+	{"GET", "/v1/tasks/{task*}/rewards/summary", api.TaskRewardSummary},
 	{"GET", "/v1/tasks/{task*}", api.GetTask},
 	{"GET", "/v1/judge-versions", api.ListJudgeVersions},
 	{"PUT", "/v1/judge-versions/{version}", api.PutJudgeVersion},

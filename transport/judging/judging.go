@@ -15,12 +15,16 @@
 //	judging/answer/<ws>/<tv>/<jv>/<sha256 hex>        the first reward of an answer (its id), for "same answer"
 //	judging/pin/<ws>/<task id>                        the versions the workspace's rewards on a task use by default
 //	judging/episode/<ws>/<run id>/<rw id>             (empty) a reward whose episode_id is the run
+//	judging/task-reward/<ws>/<task id>\x00<rw id>      a reward's task version, judge version, status, reward and flags
 //	judging/meta/episode-index                        (empty) every reward with an episode has its judging/episode/ entry
+//	judging/meta/task-index                           (empty) every reward has its judging/task-reward/ entry
 //
-// A reward, its same-answer entry, its episode entry, its open marker and a
-// new pin go out in one synced Put. Rewards stored before the episode index
-// existed get their entries from IndexEpisodes, run once at start-up, which
-// then writes judging/meta/episode-index so later starts skip the scan.
+// A reward, its same-answer entry, its episode entry, its open marker, its
+// task-reward entry and a new pin go out in one synced Put; every later
+// write of the reward rewrites its open marker and task-reward entry with
+// it. Rewards stored before an index existed get their entries from
+// IndexEpisodes and IndexTasks, run once at start-up, which then write the
+// index's judging/meta/ marker so later starts skip the scan.
 //
 // A task id holds no control character, so "<task id>\x00" is a prefix of
 // exactly that task's versions, whatever the id holds ('/' included).

@@ -200,14 +200,14 @@ func (r *Reward) fail(reason string, now time.Time) {
 	r.Scores, r.Flags = judge.Scores{}, nil
 }
 
-// records are the Put entries that store r: its record and its open
-// marker (deleted once it is closed).
+// records are the Put entries that store r: its record, its open marker
+// (deleted once it is closed) and its entry in its task's index.
 func (r Reward) records() []persist.KV {
 	marker := persist.KV{Key: openKey(r.Workspace, r.ID)}
 	if r.open() {
 		marker.Value = []byte{}
 	}
-	return []persist.KV{{Key: rewardKey(r.Workspace, r.ID), Value: r.encode()}, marker}
+	return []persist.KV{{Key: rewardKey(r.Workspace, r.ID), Value: r.encode()}, marker, r.taskRewardEntry()}
 }
 
 // Reward returns a reward of ws (engine.ErrNotFound if none).
