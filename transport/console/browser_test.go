@@ -222,6 +222,35 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the moved run's link leads to %s (%v), want run %s", url, err, moved["run_id"])
 	}
 
+	// Judged answers: per task version, the mean and the bars of the
+	// summary the API answers.
+	e.seedJudged()
+	judged := e.api(adminKey, 200, "GET", "/v1/tasks/acme%2Frefund/rewards/summary", nil)
+	run("judged answers", chromedp.Navigate(e.base+"/ui/tasks?id=acme%2Frefund"),
+		chromedp.WaitVisible(chromedp.CSS(`section.judged svg.histogram`)), shot("judged"))
+	for _, it := range judged["items"].([]any) {
+		v := it.(map[string]any)
+		col := `section.judged[data-task-version="` + v["task_version"].(string) + `"]`
+		if got := text(col + ` [data-mean]`); got != num(v["mean"].(float64)) {
+			t.Errorf("%s: mean %q, the service answered %v", col, got, v["mean"])
+		}
+		bins := 0
+		for _, n := range v["histogram"].(map[string]any)["counts"].([]any) {
+			if n.(float64) > 0 {
+				bins++
+			}
+		}
+		bars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('`+col+` svg.histogram rect.bar').length`))
+		if err != nil || bars != bins {
+			t.Errorf("%s: %d bars drawn (%v), want one per non-empty bin: %d", col, bars, err, bins)
+		}
+		for f := range v["flags"].(map[string]any) {
+			if got := text(col + ` [data-flag="` + f + `"]`); !strings.HasPrefix(got, f) {
+				t.Errorf("%s: flag %s shows %q", col, f, got)
+			}
+		}
+	}
+
 	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal("the browser test ran out of time")
 	}

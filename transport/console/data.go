@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -205,4 +206,53 @@ type calibrationJSON struct {
 			FN int `json:"fn"`
 		} `json:"confusion"`
 	} `json:"items"`
+}
+
+// taskRewardsJSON is GET /v1/tasks/{id}/rewards/summary.
+type taskRewardsJSON struct {
+	Task  string `json:"task"`
+	Items []struct {
+		TaskVersion string   `json:"task_version"`
+		Seq         int      `json:"seq"`
+		Rewards     int      `json:"rewards"`
+		Scored      int      `json:"scored"`
+		Pending     int      `json:"pending"`
+		Failed      int      `json:"failed"`
+		Mean        *float64 `json:"mean"`
+		Histogram   struct {
+			Bounds [2]float64 `json:"bounds"`
+			Counts []int      `json:"counts"`
+		} `json:"histogram"`
+		Flags flagCounts `json:"flags"`
+	} `json:"items"`
+}
+
+// flagCounts are a summary's flag counts in the order the service lists
+// them (a map would lose it).
+type flagCounts []struct {
+	Flag string
+	N    int
+}
+
+func (f *flagCounts) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := dec.Decode(&n); err != nil {
+			return err
+		}
+		name, _ := k.(string)
+		*f = append(*f, struct {
+			Flag string
+			N    int
+		}{name, n})
+	}
+	return nil
 }

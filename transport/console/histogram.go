@@ -24,6 +24,7 @@ type histView struct {
 	Bins               []histBin
 	Matured, Unmatured int // runs counted: matured, and not yet
 	Ticks              []tick
+	Counted            string // what a solid bar counts: "matured runs" unless told
 }
 
 // drawHistograms draws hs on one vertical scale, so that side by side
@@ -50,6 +51,7 @@ func drawHistograms(f chart.Frame, hs []histogramJSON) []histView {
 			out[k].Bins = append(out[k].Bins, histBin{Lo: lo + float64(i)*w, Hi: lo + float64(i+1)*w,
 				Matured: h.Matured[i], Unmatured: at(h.Unmatured, i), M: m[i], All: a[i]})
 		}
+		out[k].Counted = "matured runs"
 		out[k].Ticks = []tick{{X: f.X(0), Y: f.Base() + 16, Label: num(lo), Align: "start"},
 			{X: f.X(0.5), Y: f.Base() + 16, Label: num((lo + hi) / 2)},
 			{X: f.X(1), Y: f.Base() + 16, Label: num(hi), Align: "end"}}

@@ -441,9 +441,13 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) 
 	if id != "" {
 		var task taskJSON
 		var cal calibrationJSON
+		var sum taskRewardsJSON
 		err := c.ask(s, api.GetTask, api.Target{Task: id}, nil, &task)
 		if err == nil {
 			err = c.ask(s, api.TaskCalibration, api.Target{Task: id}, nil, &cal)
+		}
+		if err == nil {
+			err = c.ask(s, api.TaskRewardSummary, api.Target{Task: id}, nil, &sum)
 		}
 		if e := (*errService)(nil); asErr(err, &e) && e.status == http.StatusNotFound {
 			data["NotFound"] = true
@@ -465,7 +469,38 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) 
 			}
 			slices.Reverse(vs) // newest first
 			data["Task"], data["Versions"], data["Calibration"] = task, vs, cal
+			data["Rewards"], data["Frame"] = judgedColumns(sum, task.Current), histogramFrame
 		}
 	}
 	c.render(w, r, s, http.StatusOK, "tasks", data)
+}
+
+// judgedColumn is one task version's reward distribution, as the summary
+// answers it, with its histogram drawn.
+type judgedColumn struct {
+	Version                          string
+	Seq                              int
+	Current                          bool
+	Rewards, Scored, Pending, Failed int
+	Mean                             *float64
+	Flags                            flagCounts
+	Hist                             histView
+}
+
+// judgedColumns draws the summary's versions newest first, their
+// histograms on one vertical scale so that the bars compare.
+func judgedColumns(sum taskRewardsJSON, current string) []judgedColumn {
+	hs := make([]histogramJSON, len(sum.Items))
+	cols := make([]judgedColumn, len(sum.Items))
+	for i, it := range sum.Items {
+		hs[i] = histogramJSON{Bounds: it.Histogram.Bounds, Matured: it.Histogram.Counts}
+		cols[i] = judgedColumn{Version: it.TaskVersion, Seq: it.Seq, Current: it.TaskVersion == current,
+			Rewards: it.Rewards, Scored: it.Scored, Pending: it.Pending, Failed: it.Failed, Mean: it.Mean, Flags: it.Flags}
+	}
+	for i, h := range drawHistograms(histogramFrame, hs) {
+		h.Counted = "scored rewards"
+		cols[i].Hist = h
+	}
+	slices.Reverse(cols)
+	return cols
 }
