@@ -41,18 +41,9 @@ import (
 // groups; absent, every judge version is listed. An unknown task is 404.
 func (c *call) taskCalibration() (result, error) {
 	task := c.req.Target.Task
-	versions, err := c.s.judging.TaskVersions(c.ws, task)
+	versions, jv, err := c.taskAndJudgeVersion()
 	if err != nil {
 		return result{}, err
-	}
-	if len(versions) == 0 {
-		return result{}, notFound("task", task)
-	}
-	jv := c.req.arg("judge_version")
-	if jv != "" {
-		if _, err := c.s.judging.JudgeVersion(c.ws, jv); err != nil {
-			return result{}, err
-		}
 	}
 	rewards, err := c.s.judging.CalibrationRewards(c.ws, task, jv)
 	if err != nil {
@@ -178,4 +169,25 @@ func appendCalibration(b []byte, tv, jv string, cal judge.Calibration) []byte {
 	b = jsonw.Key(b, "fn")
 	b = jsonw.Int(b, int64(cal.Confusion.FN))
 	return append(b, "}}"...)
+}
+
+// taskAndJudgeVersion resolves what a task's reads (calibration, reward
+// summary) are about: the task's versions, oldest first (an unknown task is
+// 404), and the judge_version filter, if any (an unknown one is 404).
+func (c *call) taskAndJudgeVersion() ([]judging.TaskVersion, string, error) {
+	task := c.req.Target.Task
+	versions, err := c.s.judging.TaskVersions(c.ws, task)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(versions) == 0 {
+		return nil, "", notFound("task", task)
+	}
+	jv := c.req.arg("judge_version")
+	if jv != "" {
+		if _, err := c.s.judging.JudgeVersion(c.ws, jv); err != nil {
+			return nil, "", err
+		}
+	}
+	return versions, jv, nil
 }

@@ -26,18 +26,9 @@ import (
 // the task's rewards only, not with other tasks' or workspaces'.
 func (c *call) taskRewardSummary() (result, error) {
 	task := c.req.Target.Task
-	versions, err := c.s.judging.TaskVersions(c.ws, task)
+	versions, jv, err := c.taskAndJudgeVersion()
 	if err != nil {
 		return result{}, err
-	}
-	if len(versions) == 0 {
-		return result{}, notFound("task", task)
-	}
-	jv := c.req.arg("judge_version")
-	if jv != "" {
-		if _, err := c.s.judging.JudgeVersion(c.ws, jv); err != nil {
-			return result{}, err
-		}
 	}
 	rewards, err := c.s.judging.TaskRewards(c.ws, task)
 	if err != nil {
