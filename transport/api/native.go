@@ -243,13 +243,8 @@ func (c *call) putObjective() (result, error) {
 	}
 	var cmd engine.PutObjective
 	err = parseBody(c.req.Body, func(b *body) error {
-		v := b.get("definition")
-		if v == nil {
-			b.fail("definition", "is required")
-			return nil
-		}
-		def, err := objective.ParseValue(v, "definition")
-		if err != nil {
+		def, err := definition(b)
+		if err != nil || b.top().err != nil {
 			return err
 		}
 		cmd.Definition = def
@@ -348,4 +343,15 @@ func parseVersion(path, s string) (int, error) {
 		return 0, invalid(path, "must be a non-negative integer, got %s", field.Quote(s))
 	}
 	return n, nil
+}
+
+// definition reads a body's required "definition", an objective validated
+// as a published one is (field paths under "definition").
+func definition(b *body) (objective.Definition, error) {
+	v := b.get("definition")
+	if v == nil {
+		b.fail("definition", "is required")
+		return objective.Definition{}, nil
+	}
+	return objective.ParseValue(v, "definition")
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine"
-	"github.com/plaudit/plaudit/engine/objective"
 	"github.com/plaudit/plaudit/internal/jsonw"
 )
 
@@ -19,13 +18,8 @@ func (c *call) previewObjective() (result, error) {
 	}
 	var cmd engine.PreviewObjective
 	err = parseBody(c.req.Body, func(b *body) error {
-		v := b.get("definition")
-		if v == nil {
-			b.fail("definition", "is required")
-			return nil
-		}
-		def, err := objective.ParseValue(v, "definition")
-		if err != nil {
+		def, err := definition(b)
+		if err != nil || b.top().err != nil {
 			return err
 		}
 		cmd.Definition = def
