@@ -399,3 +399,70 @@ func TestValidKind(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayRefusesObjectiveVersionsOutOfSequence: a log whose objective
+// versions skip, repeat or start at 0 is damaged; replay says so rather than
+// numbering the objectives wrongly (Objective(1) answering version 2's).
+func TestReplayRefusesObjectiveVersionsOutOfSequence(t *testing.T) {
+	def := objective.Default()
+	tests := []struct {
+		name     string
+		versions []int // the last one must be refused
+	}{
+		{"first is 2", []int{2}},
+		{"first is 0", []int{0}},
+		{"1 twice", []int{1, 1}},
+		{"1 then 3", []int{1, 3}},
+	}
+	for _, tt := range tests {
+		a := NewAgent()
+		if err := a.Replay(1, AgentCreated{Info: AgentInfo{ID: "agt_1", Workspace: "default", Name: "n", CreatedAt: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		for i, v := range tt.versions {
+			err = a.Replay(uint64(i+2), ObjectivePut{Version: v, Definition: def, CreatedAt: t0})
+			if i < len(tt.versions)-1 && err != nil {
+				t.Fatalf("%s: version %d: %v", tt.name, v, err)
+			}
+		}
+		if err == nil {
+			t.Errorf("%s: replay accepted objective version %d", tt.name, tt.versions[len(tt.versions)-1])
+		}
+		if ov, _ := a.Objective(-1); ov.Version != len(tt.versions)-1 {
+			t.Errorf("%s: current objective after the refusal is version %d, want %d", tt.name, ov.Version, len(tt.versions)-1)
+		}
+	}
+}
+
+// TestSessionTieGoesToTheLaterCreatedRun: two runs of a session finished at
+// the same instant; a session signal goes to the one created later, in
+// whichever order they finished, live and after a restore.
+func TestSessionTieGoesToTheLaterCreatedRun(t *testing.T) {
+	finishedAt := t0.Add(time.Hour)
+	for _, laterFirst := range []bool{false, true} {
+		h := newHarness(t)
+		earlier := h.run(CreateRun{SessionID: "s"})
+		h.now = h.now.Add(time.Second)
+		later := h.run(CreateRun{SessionID: "s"})
+		order := []Run{earlier, later}
+		if laterFirst {
+			order = []Run{later, earlier}
+		}
+		for _, r := range order {
+			h.must(FinishRun{RunID: r.ID, Succeeded: true, FinishedAt: finishedAt})
+		}
+		restored, err := Restore(h.a.Snapshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, a := range map[string]*Agent{"live": h.a, "restored": restored} {
+			h.a = a
+			s := h.signal(RecordSignal{Kind: "human.rating", Value: 1, SessionID: "s"})
+			if s.Signal.RunID != later.ID {
+				t.Errorf("%s, later finished first %v: session signal went to %s, want the later-created %s",
+					name, laterFirst, s.Signal.RunID, later.ID)
+			}
+		}
+	}
+}

@@ -124,3 +124,29 @@ func TestReportStandsAsOfItsLatestReplacement(t *testing.T) {
 		t.Fatalf("reports after an equal-stamp replacement = %+v", reps)
 	}
 }
+
+// TestReportReplacedAfterTheHorizonIsLate: a report is received when it was
+// last replaced. One made within the horizon and replaced after it stands as
+// a late signal: counted in late_signals and not in the reward.
+func TestReportReplacedAfterTheHorizonIsLate(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	def, err := objective.Parse([]byte(`{"horizon_s":3600,"terms":[{"signal":"ci","weight":1}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	h.now = h.now.Add(10 * time.Minute)
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.2), Weight: 1, Started: 1})
+	if rw, _ := h.a.Reward(r.ID, -1, h.now); rw.Value == nil || *rw.Value != 0.2 || rw.LateSignals != 0 {
+		t.Fatalf("reward with the report made within the horizon = %+v (late %d), want 0.2", rw.Value, rw.LateSignals)
+	}
+	h.now = h.now.Add(2 * time.Hour)
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.9), Weight: 1, Started: 2})
+	rw, _ := h.a.Reward(r.ID, -1, h.now)
+	if rw.LateSignals != 1 || rw.Terms[0].Raw != nil {
+		t.Fatalf("reward after the report was replaced past the horizon: late %d, ci term %+v; want 1 late and no ci value",
+			rw.LateSignals, rw.Terms[0])
+	}
+}
