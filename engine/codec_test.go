@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -80,4 +85,142 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 		_, _ = DecodeState(b)
 	})
+}
+
+// errPanic marks a decoder panic that decodeNoPanic turned into an error.
+var errPanic = errors.New("decoder panicked")
+
+// decodeNoPanic is DecodeEvent with a panic turned into an errPanic the test
+// can report with the input that caused it.
+func decodeNoPanic(b []byte) (ev Event, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ev, err = nil, fmt.Errorf("%w: %v", errPanic, p)
+		}
+	}()
+	return DecodeEvent(b)
+}
+
+// TestDecodeRefusesCutAndCorruptedEvents: for an encoding of every event
+// type, every cut short of its end is ErrDecode (never a shorter event with
+// zero fields), and a length, count, tag or number overwritten or spliced in
+// at any position is ErrDecode or an event that encodes back to the very
+// bytes it came from, never a panic.
+func TestDecodeRefusesCutAndCorruptedEvents(t *testing.T) {
+	h := buildHistory(t)
+	encodings := map[eventType][]byte{}
+	for _, ev := range h.events {
+		if _, ok := encodings[ev.eventType()]; !ok {
+			encodings[ev.eventType()] = AppendEvent(nil, ev)
+		}
+	}
+	// Replacements for one byte: a varint that goes on, the largest byte, a
+	// one-byte length past the end of any of these encodings, a bad bool or
+	// time tag.
+	overwrites := []byte{0x80, 0xff, 0x7f, 0x02}
+	// Splices in place of one byte: a length beyond maxDecodeLen, one
+	// exactly at it, a varint that overflows 64 bits.
+	splices := [][]byte{
+		binary.AppendUvarint(nil, maxDecodeLen+1),
+		binary.AppendUvarint(nil, maxDecodeLen),
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+	}
+	// Numbers the engine never stores, written over 8 bytes.
+	nonFinite := [][]byte{
+		binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.NaN())),
+		binary.LittleEndian.AppendUint64(nil, math.Float64bits(math.Inf(-1))),
+	}
+	check := func(typ eventType, what string, b []byte) {
+		t.Helper()
+		ev, err := decodeNoPanic(b)
+		switch {
+		case err != nil && !errors.Is(err, ErrDecode):
+			t.Fatalf("event type %d, %s: err = %v, want ErrDecode", typ, what, err)
+		case err == nil && !allFinite(reflect.ValueOf(ev)):
+			t.Fatalf("event type %d, %s: decoded %+v, which holds a number the engine never stores", typ, what, ev)
+		case err == nil && typ == evObjectivePut:
+			// The definition is JSON, re-rendered canonically and with
+			// unknown members ignored: it need only decode to itself.
+			again, err := DecodeEvent(AppendEvent(nil, ev))
+			if err != nil || !reflect.DeepEqual(again, ev) {
+				t.Fatalf("event type %d, %s: decoded %+v, which does not decode to itself (%v)", typ, what, ev, err)
+			}
+		case err == nil:
+			// Anything else that decodes used every byte as written: a tag
+			// read as something else would encode differently.
+			if again := AppendEvent(nil, ev); !bytes.Equal(again, b) {
+				t.Fatalf("event type %d, %s: decoded %+v, which encodes to %q, not to the %q it came from", typ, what, ev, again, b)
+			}
+		}
+	}
+	for typ := evAgentCreated; typ <= evReportRecorded; typ++ {
+		good, ok := encodings[typ]
+		if !ok {
+			t.Fatalf("history has no event of type %d", typ)
+		}
+		for n := range len(good) {
+			if _, err := decodeNoPanic(good[:n]); !errors.Is(err, ErrDecode) {
+				t.Fatalf("event type %d cut to %d of %d bytes: err = %v, want ErrDecode", typ, n, len(good), err)
+			}
+		}
+		for i := 2; i < len(good); i++ {
+			for _, c := range overwrites {
+				b := slices.Clone(good)
+				b[i] = c
+				check(typ, fmt.Sprintf("byte %d set to %#x", i, c), b)
+			}
+			for _, s := range splices {
+				b := slices.Concat(good[:i], s, good[i+1:])
+				check(typ, fmt.Sprintf("byte %d replaced by %x", i, s), b)
+			}
+			for _, f := range nonFinite {
+				if i+len(f) <= len(good) {
+					b := slices.Clone(good)
+					copy(b[i:], f)
+					check(typ, fmt.Sprintf("bytes %d on set to %x", i, f), b)
+				}
+			}
+		}
+	}
+}
+
+// allFinite reports whether every float64 reachable from v is finite.
+func allFinite(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Float64:
+		return !math.IsNaN(v.Float()) && !math.IsInf(v.Float(), 0)
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil() || allFinite(v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if !allFinite(v.Field(i)) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if !allFinite(v.Index(i)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestDecodeRefusesCutSnapshots: every cut of a snapshot short of its end is
+// ErrDecode, never a panic or a smaller state.
+func TestDecodeRefusesCutSnapshots(t *testing.T) {
+	good := AppendState(nil, buildHistory(t).a.Snapshot())
+	for n := range len(good) {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("snapshot cut to %d of %d bytes: panic %v", n, len(good), p)
+				}
+			}()
+			if _, err := DecodeState(good[:n]); !errors.Is(err, ErrDecode) {
+				t.Fatalf("snapshot cut to %d of %d bytes: err = %v, want ErrDecode", n, len(good), err)
+			}
+		}()
+	}
 }
