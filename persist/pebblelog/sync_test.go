@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/persisttest"
 )
 
 // TestAcknowledgedWriteSurvivesACrashRightAfter: every write method syncs
@@ -121,6 +122,59 @@ func TestAcknowledgedWriteSurvivesACrashRightAfter(t *testing.T) {
 			}
 			defer s.Close()
 			tc.check(t, s)
+		})
+	}
+}
+
+// TestTornRecordDroppedOnLoadStaysDroppedAfterACrash: Load deletes a torn
+// final record (one past the high-water mark). Whether or not that delete
+// reached the disk before a crash, the store recovers the acknowledged log:
+// a torn record that comes back is dropped again on the next Load, and an
+// Append that reuses its sequence overwrites it in a synced batch.
+func TestTornRecordDroppedOnLoadStaysDroppedAfterACrash(t *testing.T) {
+	redo := [][]byte{[]byte("redo-5"), []byte("redo-6")}
+	tests := []struct {
+		name  string
+		after func(s *Store) error // between the Load and the crash
+		want  [][]byte
+	}{
+		{"crash right after the load", func(*Store) error { return nil }, persisttest.Events("agt_t", 1, 4)},
+		{"crash after an append at the torn sequence",
+			func(s *Store) error { return s.Append(persist.Batch{Agent: "agt_t", First: 5, Events: redo}) },
+			append(persisttest.Events("agt_t", 1, 4), redo...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			s, err := Open("db", Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, s, "agt_t", 1, 5)
+			rewrite(t, s, eventKey("agt_t", 5), flipLast)
+			setHighWater(t, s, "agt_t", 4) // event 5 was never acknowledged
+			if r, err := s.Load("agt_t"); err != nil || r.LastSeq != 4 {
+				t.Fatalf("Load before the crash: LastSeq %d, %v; want 4", r.LastSeq, err)
+			}
+			if err := tc.after(s); err != nil {
+				t.Fatal(err)
+			}
+			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = Open("db", Options{FS: clone})
+			if err != nil {
+				t.Fatalf("open crash clone: %v", err)
+			}
+			defer s.Close()
+			for range 2 { // the first Load may drop the torn record again
+				r, err := s.Load("agt_t")
+				if err != nil {
+					t.Fatalf("Load after the crash: %v", err)
+				}
+				persisttest.CheckTail(t, "agt_t", r.Tail, tc.want)
+			}
 		})
 	}
 }
