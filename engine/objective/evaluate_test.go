@@ -294,7 +294,8 @@ func TestScale(t *testing.T) {
 		{9, &[2]float64{1, 5}, 1},
 		{0, &[2]float64{-10, 10}, 0.5},
 		{0, &[2]float64{-math.MaxFloat64, math.MaxFloat64}, 0.5}, // hi−lo overflows
-		{math.Inf(1), &[2]float64{0, 1}, 1},                      // an overflowed sum
+		{math.MaxFloat64 / 2, &[2]float64{-math.MaxFloat64, math.MaxFloat64}, 0.75},
+		{math.Inf(1), &[2]float64{0, 1}, 1}, // an overflowed sum
 	}
 	for _, tt := range tests {
 		if got := scale(tt.x, tt.scale); got != tt.want {
@@ -390,5 +391,19 @@ func TestArenaEvaluatesAsEvaluate(t *testing.T) {
 				t.Fatalf("reward %d from the arena = %+v, want %+v", i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestTermWithoutAValueLeavesTheOthersCounted: a term with no signal and no
+// imputed value drops out of the combination; the terms after it still count.
+func TestTermWithoutAValueLeavesTheOthersCounted(t *testing.T) {
+	d := def(term("human.approval", 1), term("human.rating", 1), term("ci", 1))
+	signals := []Signal{sig("human.rating", 0.2, 0, 0, 1), sig("ci", 0.6, 0, 0, 2)}
+	r := Evaluate(d, 1, finished, signals, t0.Add(2*day))
+	if r.Value == nil {
+		t.Fatalf("no value, want the mean of the rating and ci terms, 0.4 (terms %+v)", r.Terms)
+	}
+	if math.Abs(*r.Value-0.4) > 1e-15 {
+		t.Fatalf("value = %v, want the mean of the rating and ci terms, 0.4 (terms %+v)", *r.Value, r.Terms)
 	}
 }

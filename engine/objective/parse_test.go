@@ -37,6 +37,8 @@ func TestParseAccepts(t *testing.T) {
 			}},
 		{"numeric default within bounds", `{"default": -1, "bounds": [-1, 1], "terms": [{"signal": "a", "weight": 1}]}`,
 			func(d Definition) bool { return *d.Default == -1 && d.Bounds == [2]float64{-1, 1} }},
+		{"horizon_s of exactly 10 years", `{"horizon_s": 315360000, "terms": [{"signal": "a", "weight": 1, "within_s": 315360000}]}`,
+			func(d Definition) bool { return d.HorizonS == MaxDurationS && *d.Terms[0].WithinS == MaxDurationS }},
 		{"numeric default equal to the upper bound", `{"default": 10, "bounds": [0, 10], "terms": [{"signal": "a", "weight": 1}]}`,
 			func(d Definition) bool { return *d.Default == 10 }},
 		{"numeric default 1 under the default bounds", `{"default": 1, "terms": [{"signal": "a", "weight": 1}]}`,
