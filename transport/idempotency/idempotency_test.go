@@ -184,3 +184,27 @@ func TestOldLayoutIsDropped(t *testing.T) {
 		t.Fatalf("a directory entry outside idem/ went: %v", err)
 	}
 }
+
+// TestRecordPastTheTTLIsNotReplayed: a record older than the TTL that no
+// sweep has reached yet is gone for Begin: the retry runs anew instead of
+// replaying it, and a record within the TTL still replays.
+func TestRecordPastTheTTLIsNotReplayed(t *testing.T) {
+	k, _, c := newKeeper(t)
+	body := []byte(`{"a":1}`)
+	_, res, err := k.Begin("default", "POST /x", "key-1", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Store(res, Record{Status: 201, RequestID: "req_1", Body: []byte(`{"ok":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	k.Release(res)
+	c.t = c.t.Add(24*time.Hour - time.Second)
+	if rec, res, err := k.Begin("default", "POST /x", "key-1", body); rec == nil || res != nil || err != nil {
+		t.Fatalf("within the TTL: %v, %v, %v; want the record replayed", rec, res, err)
+	}
+	c.t = c.t.Add(2 * time.Second)
+	if rec, res, err := k.Begin("default", "POST /x", "key-1", body); rec != nil || res == nil || err != nil {
+		t.Fatalf("past the TTL, not swept: %+v, %v, %v; want the key reserved anew", rec, res, err)
+	}
+}
