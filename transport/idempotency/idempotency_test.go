@@ -12,14 +12,19 @@ import (
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
 
-// countingStore is a real store that counts the entries scans visit.
+// countingStore is a real store that counts its scans and the entries
+// they visit.
 type countingStore struct {
 	*pebblelog.Store
 	mu      sync.Mutex
+	scans   int
 	visited int
 }
 
 func (c *countingStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
+	c.mu.Lock()
+	c.scans++
+	c.mu.Unlock()
 	return c.Store.Scan(prefix, func(k, v []byte) error {
 		c.mu.Lock()
 		c.visited++
@@ -206,5 +211,30 @@ func TestRecordPastTheTTLIsNotReplayed(t *testing.T) {
 	c.t = c.t.Add(2 * time.Second)
 	if rec, res, err := k.Begin("default", "POST /x", "key-1", body); rec != nil || res == nil || err != nil {
 		t.Fatalf("past the TTL, not swept: %+v, %v, %v; want the key reserved anew", rec, res, err)
+	}
+}
+
+// TestSweepWithNothingExpiredScansOnce: a sweep with no records, or none
+// past the TTL, looks at the oldest index bucket and stops there, rather
+// than walking the buckets from the epoch or from that bucket on.
+func TestSweepWithNothingExpiredScansOnce(t *testing.T) {
+	k, cs, _ := newKeeper(t)
+	if err := k.Sweep(); err != nil || cs.scans != 1 {
+		t.Fatalf("sweep of no records: %d scans, %v; want 1", cs.scans, err)
+	}
+	_, res, err := k.Begin("default", "POST /x", "key-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Store(res, Record{Status: 201, RequestID: "req_1"}); err != nil {
+		t.Fatal(err)
+	}
+	k.Release(res)
+	cs.scans = 0
+	if err := k.Sweep(); err != nil || cs.scans != 1 {
+		t.Fatalf("sweep of a fresh record: %d scans, %v; want 1", cs.scans, err)
+	}
+	if rec, _, err := k.Begin("default", "POST /x", "key-1", nil); rec == nil || err != nil {
+		t.Fatalf("the fresh record after the sweep: %v, %v", rec, err)
 	}
 }
