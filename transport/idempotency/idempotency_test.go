@@ -123,14 +123,21 @@ func TestSweepDeletesExpiredBucketsOnly(t *testing.T) {
 		}
 		k.Release(res)
 	}
+	// Expired records in two buckets, half an hour apart; one record in
+	// the bucket the sweep stops before, five minutes short of expiring.
 	for i := range 30 {
+		if i == 15 {
+			c.t = c.t.Add(30 * time.Minute)
+		}
 		store(fmt.Sprint("old-", i))
 	}
-	c.t = c.t.Add(3 * time.Hour)
+	c.t = c.t.Add(35 * time.Minute)
+	store("mid")
+	c.t = c.t.Add(115 * time.Minute)
 	for i := range 500 {
 		store(fmt.Sprint("new-", i))
 	}
-	c.t = c.t.Add(22 * time.Hour) // old ones are 25 h old, new ones 22 h
+	c.t = c.t.Add(22 * time.Hour) // old ones are 25 h and 24.5 h old, mid 23 h 55 min, new ones 22 h
 	cs.visited = 0
 	if err := k.Sweep(); err != nil {
 		t.Fatal(err)
@@ -150,8 +157,13 @@ func TestSweepDeletesExpiredBucketsOnly(t *testing.T) {
 	}
 	n := 0
 	_ = cs.Store.Scan([]byte(indexPrefix), func(_, _ []byte) error { n++; return nil })
-	if n != 500 {
-		t.Fatalf("%d index entries left, want the 500 live ones", n)
+	if n != 501 {
+		t.Fatalf("%d index entries left, want the 501 live ones", n)
+	}
+	all := 0
+	_ = cs.Store.Scan([]byte("idem/"), func(_, _ []byte) error { all++; return nil })
+	if all != 1002 {
+		t.Fatalf("%d records and index entries left, want the 501 live records and their entries", all)
 	}
 	c.t = c.t.Add(4 * time.Hour)
 	if err := k.Sweep(); err != nil {
@@ -236,5 +248,34 @@ func TestSweepWithNothingExpiredScansOnce(t *testing.T) {
 	}
 	if rec, _, err := k.Begin("default", "POST /x", "key-1", nil); rec == nil || err != nil {
 		t.Fatalf("the fresh record after the sweep: %v, %v", rec, err)
+	}
+}
+
+// TestSweepKeepsARecordRewrittenSinceItsIndexEntry: a key whose record
+// expired and was written again later keeps its new record when the sweep
+// reaches the old index entry, even when the new record is one second short
+// of the TTL.
+func TestSweepKeepsARecordRewrittenSinceItsIndexEntry(t *testing.T) {
+	k, _, c := newKeeper(t)
+	write := func(body string) {
+		t.Helper()
+		_, res, err := k.Begin("default", "POST /z", "key-1", nil)
+		if err != nil || res == nil {
+			t.Fatalf("Begin: %v, %v", res, err)
+		}
+		if err := k.Store(res, Record{Status: 200, RequestID: "req", Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+		k.Release(res)
+	}
+	write("first")
+	c.t = c.t.Add(25*time.Hour + 5*time.Minute) // expired, not swept
+	write("second")
+	c.t = c.t.Add(24*time.Hour - time.Second)
+	if err := k.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _, err := k.Begin("default", "POST /z", "key-1", nil); rec == nil || string(rec.Body) != "second" || err != nil {
+		t.Fatalf("after the sweep: %+v, %v; want the second record replayed", rec, err)
 	}
 }
