@@ -279,3 +279,34 @@ func TestSweepKeepsARecordRewrittenSinceItsIndexEntry(t *testing.T) {
 		t.Fatalf("after the sweep: %+v, %v; want the second record replayed", rec, err)
 	}
 }
+
+// TestStoredRecordDecodesOrIsCorrupt: a stored record decodes to what was
+// stored, down to an empty request ID and body; cut inside its fixed fields
+// or its request ID it is ErrCorrupt, never a panic.
+func TestStoredRecordDecodesOrIsCorrupt(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, rec := range []Record{
+		{Status: 201, RequestID: "req_1", Body: []byte(`{"ok":true}`), at: at},
+		{Status: 200, RequestID: "req_2", at: at},
+		{Status: 409, at: at},
+	} {
+		b := encodeRecord(rec)
+		got, err := decodeRecord(b)
+		if err != nil || got.Status != rec.Status || got.RequestID != rec.RequestID ||
+			string(got.Body) != string(rec.Body) || !got.at.Equal(at) {
+			t.Fatalf("%+v decoded to %+v, %v", rec, got, err)
+		}
+		for n := range 43 + len(rec.RequestID) {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("%+v cut to %d bytes: panic %v", rec, n, p)
+					}
+				}()
+				if _, err := decodeRecord(b[:n]); !errors.Is(err, persist.ErrCorrupt) {
+					t.Fatalf("%+v cut to %d bytes: err = %v, want ErrCorrupt", rec, n, err)
+				}
+			}()
+		}
+	}
+}
