@@ -224,3 +224,16 @@ func TestDecodeRefusesCutSnapshots(t *testing.T) {
 		}()
 	}
 }
+
+// TestDecodeRefusesUnknownSnapshotFormats: a snapshot of a format this
+// build does not know is ErrDecode, not read as the current one.
+func TestDecodeRefusesUnknownSnapshotFormats(t *testing.T) {
+	good := AppendState(nil, buildHistory(t).a.Snapshot())
+	for _, format := range []byte{0, snapshotV2 + 1, 0xff} {
+		b := slices.Clone(good)
+		b[0] = format
+		if _, err := DecodeState(b); !errors.Is(err, ErrDecode) {
+			t.Errorf("snapshot format %d: err = %v, want ErrDecode", format, err)
+		}
+	}
+}
