@@ -414,12 +414,16 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 
 // fail answers every waiter with err and stops the actor: its memory may
 // hold events the log does not, so the next request must recover from disk.
+// The registry forgets it first, so a caller answered here and asking again
+// reaches a new actor; requests already in its mailbox are answered
+// ErrUnavailable before the poison pill behind them stops it (a Stop would
+// drop them, their callers left waiting for their deadline).
 func (x *agentActor) fail(ctx actor.Context, err error) {
 	x.reg.cfg.Logger.Error("agent log append failed", "agent", x.agentID, "err", err)
 	x.broken = true
-	x.failWaiting(err)
 	x.reg.forget(x.agentID, x.entry)
-	ctx.Stop(ctx.Self())
+	x.failWaiting(err)
+	ctx.Poison(ctx.Self())
 }
 
 // failWaiting answers every request still waiting with err.

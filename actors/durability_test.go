@@ -220,3 +220,35 @@ func TestSnapshotOfAnotherSequenceIsRefused(t *testing.T) {
 		t.Fatalf("read of an agent whose snapshot disagrees with its stored sequence: %d signals, err %v; want ErrUnavailable", len(got), err)
 	}
 }
+
+// TestRequestsQueuedBehindAFailedAppendAreAnswered: requests that reached
+// the agent's mailbox while its append was failing are answered at once
+// (ErrUnavailable, the caller may retry), not dropped with the stopping
+// actor to wait out their deadline; and the next request recovers the
+// agent from disk.
+func TestRequestsQueuedBehindAFailedAppendAreAnswered(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, run := createAgentWithRun(t, r)
+
+	g.hold()
+	first := goSignal(r, info.ID, run.ID, 1) // alone in flight: appended in the actor's own turn
+	<-g.entered
+	read := make(chan error, 1)
+	go func() {
+		_, err := Read(r, info.ID, time.Now().Add(5*time.Second), func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil })
+		read <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the read waits in the mailbox behind the held append
+	g.failNext(1)
+	g.release()
+	if err := <-first; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("signal whose append failed: err = %v, want ErrUnavailable", err)
+	}
+	if err := <-read; err != nil && !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read queued behind the failed append: err = %v, want an answer or ErrUnavailable, not its deadline", err)
+	}
+	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
+		t.Fatalf("the next write, to a recovered agent: %v", err)
+	}
+}
