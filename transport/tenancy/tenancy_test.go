@@ -2,6 +2,8 @@ package tenancy
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +191,56 @@ func TestRevokedKeyAuthenticatesNoMore(t *testing.T) {
 	}
 	if _, err := again.Authenticate("Bearer boot-key"); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("a revoked bootstrap key came back: %v", err)
+	}
+}
+
+// TestListsComeInIDOrder: workspaces and keys are listed by id (their
+// creation order: ids are ULIDs), the same order on every call.
+func TestListsComeInIDOrder(t *testing.T) {
+	ten, key := openTenancy(t, t.TempDir(), "")
+	admin, err := ten.Authenticate("Bearer " + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := ten.CreateWorkspace(admin, fmt.Sprintf("ws%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ten.CreateKey(admin, DefaultWorkspace, fmt.Sprintf("k%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wss := ten.Workspaces(admin)
+	if len(wss) != 7 || !slices.IsSortedFunc(wss, func(a, b Workspace) int { return strings.Compare(a.ID, b.ID) }) {
+		t.Fatalf("workspaces not in id order: %+v", wss)
+	}
+	keys, err := ten.Keys(admin, DefaultWorkspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 7 || !slices.IsSortedFunc(keys, func(a, b Principal) int { return strings.Compare(a.KeyID, b.KeyID) }) {
+		t.Fatalf("keys not in id order: %+v", keys)
+	}
+}
+
+// TestNamesUpTo200Characters: a workspace's and a key's name may be 1 to
+// 200 bytes long, both bounds included.
+func TestNamesUpTo200Characters(t *testing.T) {
+	ten, key := openTenancy(t, t.TempDir(), "")
+	admin, err := ten.Authenticate("Bearer " + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"", false}, {"a", true}, {strings.Repeat("n", 200), true}, {strings.Repeat("n", 201), false}} {
+		_, wsErr := ten.CreateWorkspace(admin, c.name)
+		_, _, keyErr := ten.CreateKey(admin, DefaultWorkspace, c.name)
+		for what, err := range map[string]error{"workspace": wsErr, "key": keyErr} {
+			if (err == nil) != c.ok {
+				t.Errorf("%s named %d bytes: err = %v, want ok=%v", what, len(c.name), err, c.ok)
+			}
+		}
 	}
 }
