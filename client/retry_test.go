@@ -39,6 +39,12 @@ var (
 )
 
 func newLossyProxy(t *testing.T, target string) *lossyProxy {
+	return listenLossy(t, target, (*lossyProxy).serve)
+}
+
+// listenLossy accepts connections for a proxy to target, each served by
+// serve, told whether it is the first (the one to lose an answer on).
+func listenLossy(t *testing.T, target string, serve func(p *lossyProxy, client net.Conn, lose bool)) *lossyProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func newLossyProxy(t *testing.T, target string) *lossyProxy {
 			p.conns++
 			first := p.conns == 1
 			p.mu.Unlock()
-			go p.serve(conn, first)
+			go serve(p, conn, first)
 		}
 	}()
 	return p
@@ -310,26 +316,7 @@ func TestLostNATSReplyRetried(t *testing.T) {
 // from the server, before passing it on. It records the Idempotency-Keys
 // of the requests it passes and the request id of the reply it lost.
 func newLossyNATSProxy(t *testing.T, target string) *lossyProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	p := &lossyProxy{ln: ln.Addr().String(), target: target}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			p.conns++
-			first := p.conns == 1
-			p.mu.Unlock()
-			go p.serveNATS(conn, first)
-		}
-	}()
-	return p
+	return listenLossy(t, target, (*lossyProxy).serveNATS)
 }
 
 func (p *lossyProxy) serveNATS(client net.Conn, lose bool) {
