@@ -171,14 +171,7 @@ func (h *Histogram) AppendJSON(dst []byte) []byte {
 		counts *[HistogramBins]int
 	}{{"matured", &h.Matured}, {"unmatured", &h.Unmatured}} {
 		dst = jsonw.Key(dst, c.key)
-		dst = append(dst, '[')
-		for i, n := range c.counts {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonw.Int(dst, int64(n))
-		}
-		dst = append(dst, ']')
+		dst = jsonw.Ints(dst, c.counts[:])
 	}
 	return append(dst, '}')
 }

@@ -140,6 +140,18 @@ func Strings(dst []byte, ss []string) []byte {
 	return append(dst, ']')
 }
 
+// Ints appends ns as an array of integers ([] when empty).
+func Ints[T ~int | ~uint8](dst []byte, ns []T) []byte {
+	dst = append(dst, '[')
+	for i, n := range ns {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = Int(dst, int64(n))
+	}
+	return append(dst, ']')
+}
+
 // Key appends "k": after a comma when the object already has a member.
 // It expects dst to end in '{' or a value.
 func Key(dst []byte, k string) []byte {

@@ -70,6 +70,20 @@ func TestStrings(t *testing.T) {
 	}
 }
 
+func TestInts(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want string
+	}{{nil, `[]`}, {[]int{0}, `[0]`}, {[]int{3, -1, 20}, `[3,-1,20]`}} {
+		if got := string(Ints(nil, c.in)); got != c.want {
+			t.Errorf("Ints(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := string(Ints(nil, []uint8{255, 1})); got != `[255,1]` {
+		t.Errorf("Ints of bytes = %s", got)
+	}
+}
+
 func TestValidNumber(t *testing.T) {
 	valid := []string{"0", "-0", "1", "-1", "10", "0.5", "-0.5", "1e5", "1E5", "1e+5", "1e-5", "1.25e10", "123456789012345678901234567890"}
 	invalid := []string{"", "-", "+1", "01", "-01", "1.", ".5", "-.5", "1e", "1e+", "-.5e", "NaN", "inf", "-inf", "Infinity", "0x10", "1_000", "1 ", "1.2.3", "1e5e5"}

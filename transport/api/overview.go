@@ -96,14 +96,8 @@ func appendSelections(b []byte, sel []engine.VariationSelections) []byte {
 		b = jsonw.Key(b, "name")
 		b = jsonw.String(b, s.Name)
 		b = jsonw.Key(b, "counts")
-		b = append(b, '[')
-		for j, n := range s.Counts {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = jsonw.Int(b, int64(n))
-		}
-		b = append(b, ']', '}')
+		b = jsonw.Ints(b, s.Counts)
+		b = append(b, '}')
 	}
 	return append(b, ']')
 }

@@ -88,14 +88,8 @@ func appendDistribution(b []byte, tv judging.TaskVersion, d *judge.Distribution)
 	b = jsonw.Key(b, "bounds")
 	b = append(b, "[0,1]"...)
 	b = jsonw.Key(b, "counts")
-	b = append(b, '[')
-	for i, n := range d.Histogram {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.Int(b, int64(n))
-	}
-	b = append(b, "]}"...)
+	b = jsonw.Ints(b, d.Histogram[:])
+	b = append(b, '}')
 	b = jsonw.Key(b, "flags")
 	b = append(b, '{')
 	for _, f := range d.FlagNames() {

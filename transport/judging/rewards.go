@@ -431,14 +431,7 @@ func (r Reward) encode() []byte {
 	b = jsonw.Key(b, "episode_agent")
 	b = jsonw.String(b, r.EpisodeAgent)
 	b = jsonw.Key(b, "outcomes")
-	b = append(b, '[')
-	for i, o := range r.Outcomes {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.Int(b, int64(o))
-	}
-	b = append(b, ']')
+	b = jsonw.Ints(b, r.Outcomes)
 	b = jsonw.Key(b, "signals_pending")
 	b = jsonw.Bool(b, r.SignalsPending)
 	return append(b, '}')
