@@ -310,3 +310,33 @@ func TestStoredRecordDecodesOrIsCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepReportsAStoreThatCannotBeRead: a sweep whose store refuses to
+// be read (closed here) returns the failure, and Run hands it to report,
+// instead of sweeping nothing in silence.
+func TestSweepReportsAStoreThatCannotBeRead(t *testing.T) {
+	k, cs, _ := newKeeper(t)
+	if err := cs.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Sweep(); !errors.Is(err, persist.ErrClosed) {
+		t.Fatalf("sweep of a closed store: %v; want ErrClosed", err)
+	}
+	stop := make(chan struct{})
+	reported := make(chan error, 1)
+	go k.Run(time.Millisecond, stop, func(err error) {
+		select {
+		case reported <- err:
+		default:
+		}
+	})
+	defer close(stop)
+	select {
+	case err := <-reported:
+		if !errors.Is(err, persist.ErrClosed) {
+			t.Fatalf("Run reported %v; want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run reported no failure of a closed store")
+	}
+}
