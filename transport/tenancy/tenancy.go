@@ -33,6 +33,10 @@ var (
 	ErrForbidden       = errors.New("the key may not act on this workspace")
 )
 
+// errBadKeyHash: a stored key record's name is not the hex SHA-256 of a
+// secret (a damaged store); Open refuses it rather than guess.
+var errBadKeyHash = errors.New("the stored key hash is not 64 hex digits")
+
 // DefaultWorkspace is the id and name of the workspace made at first start.
 const DefaultWorkspace = "default"
 
@@ -418,8 +422,12 @@ func (t *Tenancy) load() error {
 	}
 	err = t.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
 		var h [sha256.Size]byte
-		if n, err := hex.Decode(h[:], k[len(keyPrefix):]); err != nil || n != sha256.Size {
-			return fmt.Errorf("load key %q: bad hash (%v)", k, err)
+		hexHash := k[len(keyPrefix):]
+		if len(hexHash) != hex.EncodedLen(sha256.Size) {
+			return fmt.Errorf("load key %q: %w", k, errBadKeyHash)
+		}
+		if _, err := hex.Decode(h[:], hexHash); err != nil {
+			return fmt.Errorf("load key %q: %w: %w", k, errBadKeyHash, err)
 		}
 		p, err := decodeKey(v)
 		if err != nil {

@@ -1,6 +1,7 @@
 package tenancy
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/engine/field"
+	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
 
@@ -242,5 +244,44 @@ func TestNamesUpTo200Characters(t *testing.T) {
 				t.Errorf("%s named %d bytes: err = %v, want ok=%v", what, len(c.name), err, c.ok)
 			}
 		}
+	}
+}
+
+// TestStoredKeyWithABadHashIsRefusedOnOpen: a key record whose name is not
+// the 64 hex digits of a SHA-256 (short, long, or not hex: a damaged store)
+// makes Open fail with the key named, rather than panic or index a key
+// under a hash no secret has.
+func TestStoredKeyWithABadHashIsRefusedOnOpen(t *testing.T) {
+	good := strings.Repeat("ab", sha256.Size)
+	for _, tc := range []struct{ name, hash string }{
+		{"short", good[:62]},
+		{"long", good + "ab"},
+		{"not hex", good[:63] + "z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store, err := pebblelog.Open(dir, pebblelog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if _, _, err := Open(store, "", time.Now); err != nil {
+				t.Fatal(err)
+			}
+			var record []byte
+			err = store.Scan([]byte(keyPrefix), func(_, v []byte) error {
+				record = append([]byte(nil), v...)
+				return nil
+			})
+			if err != nil || record == nil {
+				t.Fatalf("no stored key record: %v", err)
+			}
+			if err := store.Put(persist.KV{Key: []byte(keyPrefix + tc.hash), Value: record}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Open(store, "", time.Now); !errors.Is(err, errBadKeyHash) || !strings.Contains(err.Error(), tc.hash) {
+				t.Fatalf("Open with a key named %q: %v; want errBadKeyHash naming it", tc.hash, err)
+			}
+		})
 	}
 }
