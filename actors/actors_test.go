@@ -483,3 +483,39 @@ func TestDurableSelectWaitsForItsAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAWriteThatChangesNothingWaitsForNoDisk: a duplicate signal decides
+// no events, so once everything before it is durable it is answered at
+// once, without an append of its own, even while the disk is stalled.
+func TestAWriteThatChangesNothingWaitsForNoDisk(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, run := createAgentWithRun(t, r)
+	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := g.appends.Load()
+	g.hold()
+	defer g.release()
+	done := make(chan engine.SignalResult, 1)
+	go func() {
+		res, err := signal(r, info.ID, run.ID, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if !res.Duplicate {
+			t.Fatalf("the same dedup key again: %+v; want a duplicate", res)
+		}
+	case <-g.entered:
+		t.Fatal("a write that changed nothing waited for an append")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write that changed nothing was not answered")
+	}
+	if n := g.appends.Load() - before; n != 0 {
+		t.Fatalf("%d appends for a duplicate; want none", n)
+	}
+}

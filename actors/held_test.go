@@ -194,3 +194,30 @@ func TestExternalIDsReserveOnlyThemselves(t *testing.T) {
 		t.Fatalf("the same id after the first committed: err = %v, want ErrConflict", err)
 	}
 }
+
+// TestHeldWriteThatChangesNothingHoldsNoLaterWrite: a held write that
+// decided no events (here a refusal) has nothing to keep in order with, so
+// later writes of the agent become durable and are answered while it
+// still waits for its Commit.
+func TestHeldWriteThatChangesNothingHoldsNoLaterWrite(t *testing.T) {
+	r := newRegistry(t, openStore(t, nil), nil)
+	info, run := createAgentWithRun(t, r)
+
+	out, err := heldSignal(r, info.ID, "run_unknown", 1)
+	if err != nil || out.Err == nil {
+		t.Fatalf("held signal to an unknown run = %+v, %v; want a refusal", out, err)
+	}
+	later := make(chan error, 1)
+	go func() { _, err := signal(r, info.ID, run.ID, 2); later <- err }()
+	select {
+	case err := <-later:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a later write waited for a held write that changed nothing")
+	}
+	if err := out.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
