@@ -179,8 +179,10 @@ func TestInspectCatchesAFlippedTableByte(t *testing.T) {
 			continue
 		}
 		t.Logf("byte %d of %d: %v", off, len(data), r.Err())
-		if len(r.Problems) == 0 || r.Problems[0].File != filepath.Base(tables[0]) {
-			t.Fatalf("byte %d of %d: problems = %+v, want the first to name %s", off, len(data), r.Problems, filepath.Base(tables[0]))
+		// The table's own check finds it first and says which keys (so
+		// which agents) the damaged table holds.
+		if len(r.Problems) == 0 || r.Problems[0].File != filepath.Base(tables[0]) || !strings.Contains(r.Problems[0].Detail, "the table holds keys") {
+			t.Fatalf("byte %d of %d: problems = %+v, want the first to name %s and its keys", off, len(data), r.Problems, filepath.Base(tables[0]))
 		}
 	}
 }
@@ -263,5 +265,21 @@ func TestCheckpointIsAWholeStore(t *testing.T) {
 	defer s.Close()
 	if _, err := os.Stat(filepath.Join(dir, CheckpointsDir)); !os.IsNotExist(err) {
 		t.Fatalf("stale checkpoints kept: %v", err)
+	}
+}
+
+func TestProblemReadsAsFileAgentDetail(t *testing.T) {
+	for _, tc := range []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{Detail: "bad"}, "bad"},
+		{Problem{File: "000007.sst", Detail: "bad"}, "file 000007.sst: bad"},
+		{Problem{Agent: "agt_1", Detail: "bad"}, "agent agt_1: bad"},
+		{Problem{File: "000007.sst", Agent: "agt_1", Detail: "bad"}, "file 000007.sst: agent agt_1: bad"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }
