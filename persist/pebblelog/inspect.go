@@ -287,7 +287,8 @@ func (r *Report) checkKeys(db *pebble.DB, c *codec, o InspectOptions) error {
 			break // reported below
 		}
 		last = append(last[:0], k...)
-		if len(k) < 2 || k[1] != '/' {
+		// Every key is a tag, a slash and a name of at least one byte.
+		if len(k) < 3 || k[1] != '/' {
 			r.problem(Problem{Detail: "key outside the layout: " + describeKey(k)})
 			continue
 		}

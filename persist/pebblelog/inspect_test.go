@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/persisttest"
@@ -71,9 +74,10 @@ func TestInspectReportsAgentsAndDirectory(t *testing.T) {
 			if decoded != 40 {
 				t.Fatalf("CheckEvent saw %d events, want 40", decoded)
 			}
-			want := []DirGroup{{Prefix: "agent", Entries: 1}, {Prefix: "run", Entries: 20}}
-			if len(r.Directory) != 2 || r.Directory[0].Prefix != want[0].Prefix || r.Directory[0].Entries != 1 ||
-				r.Directory[1].Prefix != want[1].Prefix || r.Directory[1].Entries != 20 {
+			// Bytes count keys (with the store's "d/") and values:
+			// 2+15+4 for the agent, 20 × (2+7+1) for the runs.
+			want := []DirGroup{{Prefix: "agent", Entries: 1, Bytes: 21}, {Prefix: "run", Entries: 20, Bytes: 200}}
+			if !slices.Equal(r.Directory, want) {
 				t.Fatalf("directory = %+v, want %+v", r.Directory, want)
 			}
 			tables := 0
@@ -118,6 +122,14 @@ func TestInspectFindsCorruption(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, Problem{Agent: "b", Detail: "event 13: gap: expected 12"}},
+		{"key without a tag", func(t *testing.T, s *Store) { setRaw(t, s, "x") },
+			Problem{Detail: `key outside the layout: "x"`}},
+		{"key whose tag has no slash", func(t *testing.T, s *Store) { setRaw(t, s, "dx/run") },
+			Problem{Detail: `key outside the layout: "dx/run"`}},
+		{"directory key with an empty name", func(t *testing.T, s *Store) { setRaw(t, s, "d/") },
+			Problem{Detail: `key outside the layout: "d/"`}},
+		{"unknown tag", func(t *testing.T, s *Store) { setRaw(t, s, "q/1") },
+			Problem{Detail: `key outside the layout: "q/1"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,5 +293,36 @@ func TestProblemReadsAsFileAgentDetail(t *testing.T) {
 		if got := tc.p.String(); got != tc.want {
 			t.Errorf("%+v.String() = %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// setRaw writes key straight into Pebble, past the store's layout.
+func setRaw(t *testing.T, s *Store, key string) {
+	t.Helper()
+	if err := s.db.Set([]byte(key), []byte("v"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInspectTakesAOneByteDirectoryKey: the shortest name Put takes is
+// one byte, and it is inside the layout.
+func TestInspectTakesAOneByteDirectoryKey(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{BallastSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(persist.KV{Key: []byte("a"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Inspect(dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []DirGroup{{Prefix: "a", Entries: 1, Bytes: 4}}; len(r.Problems) != 0 || !slices.Equal(r.Directory, want) {
+		t.Fatalf("problems %+v, directory %+v; want none and %+v", r.Problems, r.Directory, want)
 	}
 }
