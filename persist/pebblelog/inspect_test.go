@@ -1,6 +1,7 @@
 package pebblelog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -324,5 +325,87 @@ func TestInspectTakesAOneByteDirectoryKey(t *testing.T) {
 	}
 	if want := []DirGroup{{Prefix: "a", Entries: 1, Bytes: 4}}; len(r.Problems) != 0 || !slices.Equal(r.Directory, want) {
 		t.Fatalf("problems %+v, directory %+v; want none and %+v", r.Problems, r.Directory, want)
+	}
+}
+
+// TestInspectSaysWhereReadingStopped: a damaged block ends the key scan;
+// the problem names the last key read before it, or none when the first
+// block is the damaged one, and the table it is in.
+func TestInspectSaysWhereReadingStopped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   func(size int) int
+		want string
+	}{
+		{"first block", func(int) int { return 100 }, "reading stopped: "},
+		{"a later block", func(size int) int { return size * 3 / 5 }, `reading stopped after key "d/run/`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Open(dir, Options{BallastSize: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// About 40 KB of directory entries: several data blocks.
+			for i := range 400 {
+				if err := s.Put(persist.KV{Key: fmt.Appendf(nil, "run/r%04d", i), Value: bytes.Repeat([]byte{byte(i)}, 100)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+			if len(tables) != 1 {
+				t.Fatalf("%d tables, want 1", len(tables))
+			}
+			data, err := os.ReadFile(tables[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[tc.at(len(data))] ^= 0xff
+			if err := os.WriteFile(tables[0], data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Inspect(dir, InspectOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stopped *Problem
+			for i, p := range r.Problems {
+				if strings.HasPrefix(p.Detail, "reading stopped") {
+					stopped = &r.Problems[i]
+				}
+			}
+			if stopped == nil || !strings.HasPrefix(stopped.Detail, tc.want) || stopped.File != filepath.Base(tables[0]) {
+				t.Fatalf("problems %+v; want one starting %q naming %s", r.Problems, tc.want, filepath.Base(tables[0]))
+			}
+		})
+	}
+}
+
+// TestInspectTakesASnapshotCoveringTheWholeLog: an agent whose snapshot
+// covers every event has an empty log, which is healthy.
+func TestInspectTakesASnapshotCoveringTheWholeLog(t *testing.T) {
+	dir := t.TempDir()
+	s := filledStore(t, dir)
+	if err := s.SaveSnapshot("b", 30, []byte("state of b at 30")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Inspect(dir, InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("a snapshot covering the whole log: %v", err)
+	}
+	if b := r.Agents[1]; b.ID != "b" || b.Events != 0 || b.SnapshotSeq != 30 || b.HighWater != 30 {
+		t.Fatalf("agent b = %+v", b)
 	}
 }
