@@ -198,9 +198,11 @@ func TestExternalIDsReserveOnlyThemselves(t *testing.T) {
 // TestHeldWriteThatChangesNothingHoldsNoLaterWrite: a held write that
 // decided no events (here a refusal) has nothing to keep in order with, so
 // later writes of the agent become durable and are answered while it
-// still waits for its Commit.
+// still waits for its Commit; and a Commit without records then needs no
+// append, even with the disk stalled.
 func TestHeldWriteThatChangesNothingHoldsNoLaterWrite(t *testing.T) {
-	r := newRegistry(t, openStore(t, nil), nil)
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
 	info, run := createAgentWithRun(t, r)
 
 	out, err := heldSignal(r, info.ID, "run_unknown", 1)
@@ -217,7 +219,22 @@ func TestHeldWriteThatChangesNothingHoldsNoLaterWrite(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a later write waited for a held write that changed nothing")
 	}
-	if err := out.Commit(); err != nil {
-		t.Fatal(err)
+	before := g.appends.Load()
+	g.hold()
+	defer g.release()
+	committed := make(chan error, 1)
+	go func() { committed <- out.Commit() }()
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-g.entered:
+		t.Fatal("a Commit with nothing to write waited for an append")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Commit with nothing to write was not answered")
+	}
+	if n := g.appends.Load() - before; n != 0 {
+		t.Fatalf("%d appends for a Commit with nothing to write; want none", n)
 	}
 }
