@@ -63,26 +63,27 @@ func TestCommandErrors(t *testing.T) {
 	r := h.run(CreateRun{ExternalID: "ticket-1"})
 	h.must(FinishRun{RunID: r.ID, Succeeded: true})
 	cases := []struct {
-		name string
-		cmd  any
-		want error
-		path string // for field errors
+		name   string
+		cmd    any
+		want   error
+		path   string // for field errors
+		reason string // when set, the field error's reason
 	}{
-		{"agent twice", CreateAgent{ID: "agt_1", Name: "x"}, ErrConflict, ""},
-		{"unknown variation", CreateRun{VariationID: "var_x"}, ErrNotFound, ""},
-		{"external id reused", CreateRun{ExternalID: "ticket-1"}, ErrConflict, ""},
-		{"finish unknown run", FinishRun{RunID: "run_x"}, ErrNotFound, ""},
-		{"finish twice", FinishRun{RunID: r.ID}, ErrConflict, ""},
-		{"claim without object", ClaimObject{RunID: r.ID}, ErrInvalid, "object"},
-		{"trace without id", RegisterTrace{RunID: r.ID}, ErrInvalid, "trace_id"},
-		{"bad kind", RecordSignal{Kind: "no spaces", Value: 1, RunID: r.ID}, ErrInvalid, "kind"},
-		{"empty kind", RecordSignal{Value: 1, RunID: r.ID}, ErrInvalid, "kind"},
-		{"NaN value", RecordSignal{Kind: "k", Value: math.NaN(), RunID: r.ID}, ErrInvalid, "value"},
-		{"infinite value", RecordSignal{Kind: "k", Value: math.Inf(1), RunID: r.ID}, ErrInvalid, "value"},
-		{"no subject", RecordSignal{Kind: "k", Value: 1}, ErrInvalid, ""},
-		{"two subjects", RecordSignal{Kind: "k", Value: 1, RunID: r.ID, Object: "o/1"}, ErrInvalid, ""},
-		{"unknown run", RecordSignal{Kind: "k", Value: 1, RunID: "run_x"}, ErrNotFound, ""},
-		{"session without finished run", RecordSignal{Kind: "k", Value: 1, SessionID: "s-none"}, ErrNotFound, ""},
+		{"agent twice", CreateAgent{ID: "agt_1", Name: "x"}, ErrConflict, "", ""},
+		{"unknown variation", CreateRun{VariationID: "var_x"}, ErrNotFound, "", ""},
+		{"external id reused", CreateRun{ExternalID: "ticket-1"}, ErrConflict, "", ""},
+		{"finish unknown run", FinishRun{RunID: "run_x"}, ErrNotFound, "", ""},
+		{"finish twice", FinishRun{RunID: r.ID}, ErrConflict, "", ""},
+		{"claim without object", ClaimObject{RunID: r.ID}, ErrInvalid, "object", "is required"},
+		{"trace without id", RegisterTrace{RunID: r.ID}, ErrInvalid, "trace_id", "is required"},
+		{"bad kind", RecordSignal{Kind: "no spaces", Value: 1, RunID: r.ID}, ErrInvalid, "kind", ""},
+		{"empty kind", RecordSignal{Value: 1, RunID: r.ID}, ErrInvalid, "kind", ""},
+		{"NaN value", RecordSignal{Kind: "k", Value: math.NaN(), RunID: r.ID}, ErrInvalid, "value", ""},
+		{"infinite value", RecordSignal{Kind: "k", Value: math.Inf(1), RunID: r.ID}, ErrInvalid, "value", ""},
+		{"no subject", RecordSignal{Kind: "k", Value: 1}, ErrInvalid, "", ""},
+		{"two subjects", RecordSignal{Kind: "k", Value: 1, RunID: r.ID, Object: "o/1"}, ErrInvalid, "", ""},
+		{"unknown run", RecordSignal{Kind: "k", Value: 1, RunID: "run_x"}, ErrNotFound, "", ""},
+		{"session without finished run", RecordSignal{Kind: "k", Value: 1, SessionID: "s-none"}, ErrNotFound, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,6 +95,9 @@ func TestCommandErrors(t *testing.T) {
 			var fe *field.Error
 			if c.want == ErrInvalid && (!errors.As(err, &fe) || fe.Path != c.path) {
 				t.Fatalf("err = %v, want a field error at %q", err, c.path)
+			}
+			if c.reason != "" && (fe == nil || fe.Reason != c.reason) {
+				t.Fatalf("err = %v, want the reason %q", err, c.reason)
 			}
 			if after := h.a.Snapshot(); !reflect.DeepEqual(before, after) {
 				t.Fatal("a failed command changed the agent")
@@ -170,8 +174,18 @@ func TestClaimAndTraceAreIdempotent(t *testing.T) {
 	if _, err := h.exec(RegisterTrace{RunID: r.ID, TraceID: "tr-1", TurnID: "other"}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("conflicting turn: err = %v", err)
 	}
+	// A second trace of the run is found again past the first.
+	if !h.must(RegisterTrace{RunID: r.ID, TraceID: "tr-2"}).(TraceResult).Created {
+		t.Fatal("second trace not created")
+	}
+	if h.must(RegisterTrace{RunID: r.ID, TraceID: "tr-2"}).(TraceResult).Created {
+		t.Fatal("second trace registered twice")
+	}
+	if _, err := h.exec(RegisterTrace{RunID: r.ID, TraceID: "tr-2", TurnID: "other"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("conflicting turn of the second trace: err = %v", err)
+	}
 	got, _ := h.a.Run(r.ID)
-	if len(got.Claims) != 1 || len(got.Traces) != 1 {
+	if len(got.Claims) != 1 || len(got.Traces) != 2 {
 		t.Fatalf("run has %d claims, %d traces", len(got.Claims), len(got.Traces))
 	}
 }

@@ -204,10 +204,10 @@ func (a *Agent) createAgent(c CreateAgent, now time.Time) ([]Event, error) {
 	if a.created {
 		return nil, fmt.Errorf("agent %s: %w", c.ID, ErrConflict)
 	}
-	if err := checkText("name", c.Name, 1, maxNameLen); err != nil {
+	if err := checkText("name", c.Name, true, maxNameLen); err != nil {
 		return nil, err
 	}
-	if err := checkText("external_id", c.ExternalID, 0, maxIDLen); err != nil {
+	if err := checkText("external_id", c.ExternalID, false, maxIDLen); err != nil {
 		return nil, err
 	}
 	if err := CheckLabels("labels", c.Labels); err != nil {
@@ -232,7 +232,7 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (string, [
 	}
 	for _, f := range []struct{ path, v string }{{"version", c.Version}, {"session_id", c.SessionID},
 		{"external_id", c.ExternalID}, {"variation_id", c.VariationID}} {
-		if err := checkText(f.path, f.v, 0, maxIDLen); err != nil {
+		if err := checkText(f.path, f.v, false, maxIDLen); err != nil {
 			return "", nil, err
 		}
 	}
@@ -281,7 +281,7 @@ func (a *Agent) claimObject(c ClaimObject, now time.Time) (ClaimResult, []Event,
 	if err != nil {
 		return ClaimResult{}, nil, err
 	}
-	if err := checkText("object", c.Object, 1, maxObjectLen); err != nil {
+	if err := checkText("object", c.Object, true, maxObjectLen); err != nil {
 		return ClaimResult{}, nil, err
 	}
 	for _, cl := range r.Claims {
@@ -298,10 +298,10 @@ func (a *Agent) registerTrace(c RegisterTrace, now time.Time) (TraceResult, []Ev
 	if err != nil {
 		return TraceResult{}, nil, err
 	}
-	if err := checkText("trace_id", c.TraceID, 1, maxIDLen); err != nil {
+	if err := checkText("trace_id", c.TraceID, true, maxIDLen); err != nil {
 		return TraceResult{}, nil, err
 	}
-	if err := checkText("turn_id", c.TurnID, 0, maxIDLen); err != nil {
+	if err := checkText("turn_id", c.TurnID, false, maxIDLen); err != nil {
 		return TraceResult{}, nil, err
 	}
 	turn := c.TurnID
@@ -340,13 +340,13 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 	if subjects != 1 {
 		return SignalResult{}, nil, field.Errorf("", "exactly one of run_id, session_id or object is required")
 	}
-	if err := checkText("dedup_key", c.DedupKey, 0, maxIDLen); err != nil {
+	if err := checkText("dedup_key", c.DedupKey, false, maxIDLen); err != nil {
 		return SignalResult{}, nil, err
 	}
-	if err := checkText("object", c.Object, 0, maxObjectLen); err != nil {
+	if err := checkText("object", c.Object, false, maxObjectLen); err != nil {
 		return SignalResult{}, nil, err
 	}
-	if err := checkText("session_id", c.SessionID, 0, maxIDLen); err != nil {
+	if err := checkText("session_id", c.SessionID, false, maxIDLen); err != nil {
 		return SignalResult{}, nil, err
 	}
 	if c.DedupKey != "" {
@@ -381,7 +381,7 @@ func (a *Agent) putObjective(c PutObjective, now time.Time) ([]Event, error) {
 	if err := a.ready(); err != nil {
 		return nil, err
 	}
-	if err := checkText("note", c.Note, 0, maxNoteLen); err != nil {
+	if err := checkText("note", c.Note, false, maxNoteLen); err != nil {
 		return nil, err
 	}
 	return []Event{ObjectivePut{Version: len(a.objectives) + 1, Definition: c.Definition, Note: c.Note, CreatedAt: now}}, nil
@@ -418,12 +418,9 @@ func (a *Agent) SignalRuns(s Signal) []string {
 	return append([]string{}, a.objectRuns[s.Object]...)
 }
 
-func checkText(path, v string, min, max int) error {
-	if len(v) < min {
-		if min == 1 {
-			return field.Errorf(path, "is required")
-		}
-		return field.Errorf(path, "must be at least %d characters", min)
+func checkText(path, v string, required bool, max int) error {
+	if required && v == "" {
+		return field.Errorf(path, "is required")
 	}
 	if len(v) > max {
 		return field.Errorf(path, "must be at most %d characters", max)

@@ -91,7 +91,7 @@ func (a *Agent) createVariation(c CreateVariation, now time.Time, rnd *rand.Rand
 	if err := a.ready(); err != nil {
 		return "", nil, err
 	}
-	if err := checkText("name", c.Name, 1, maxNameLen); err != nil {
+	if err := checkText("name", c.Name, true, maxNameLen); err != nil {
 		return "", nil, err
 	}
 	v := Variation{ID: id.New(id.Variation, now, rnd), Name: c.Name, Config: c.Config, Alpha: priorAlpha, Beta: priorBeta, CreatedAt: now}
@@ -110,10 +110,10 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 			return nil, field.Errorf("score", "must be between -1.0 and 1.0")
 		}
 	}
-	if err := checkText("comment", c.Comment, 0, maxCommentLen); err != nil {
+	if err := checkText("comment", c.Comment, false, maxCommentLen); err != nil {
 		return nil, err
 	}
-	if err := checkText("external_id", c.ExternalID, 0, maxIDLen); err != nil {
+	if err := checkText("external_id", c.ExternalID, false, maxIDLen); err != nil {
 		return nil, err
 	}
 	if err := CheckLabels("labels", c.Labels); err != nil {
