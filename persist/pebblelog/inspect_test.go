@@ -2,11 +2,13 @@ package pebblelog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -407,5 +409,39 @@ func TestInspectTakesASnapshotCoveringTheWholeLog(t *testing.T) {
 	}
 	if b := r.Agents[1]; b.ID != "b" || b.Events != 0 || b.SnapshotSeq != 30 || b.HighWater != 30 {
 		t.Fatalf("agent b = %+v", b)
+	}
+}
+
+// TestKeysNameTheirAgent: event, high-water and snapshot keys name their
+// agent (event keys with their seq in decimal); a key that only looks like
+// one names none and is quoted as it is.
+func TestKeysNameTheirAgent(t *testing.T) {
+	seq7 := string(binary.BigEndian.AppendUint64(nil, 7))
+	for _, tc := range []struct {
+		key       string
+		agent     string // "" when the key names none
+		described string
+	}{
+		{string(eventKey("agt_1", 7)), "agt_1", "e/agt_1/7"},
+		{string(eventKey("a", 7)), "a", "e/a/7"},
+		{"e//" + seq7, "", strconv.Quote("e//" + seq7)},           // no agent
+		{"e//x/" + seq7, "", strconv.Quote("e//x/" + seq7)},       // an agent starting with a slash
+		{"e/a/b/" + seq7, "", strconv.Quote("e/a/b/" + seq7)},     // a slash inside the agent
+		{"e/agt_1x" + seq7, "", strconv.Quote("e/agt_1x" + seq7)}, // no slash before the seq
+		{"e/" + seq7[:7], "", strconv.Quote("e/" + seq7[:7])},     // shorter than a seq
+		{string(highKey("a")), "a", `"h/a"`},
+		{string(snapshotKey("agt_1")), "agt_1", `"s/agt_1"`},
+		{"s/", "", `"s/"`},
+		{"sx" + "agt_1", "", `"sxagt_1"`},
+		{string(dirKey([]byte("run/r1"))), "", `"d/run/r1"`},
+		{"", "", `""`},
+	} {
+		agent, ok := agentOfKey([]byte(tc.key))
+		if agent != tc.agent || ok != (tc.agent != "") {
+			t.Errorf("agentOfKey(%q) = %q, %v; want %q", tc.key, agent, ok, tc.agent)
+		}
+		if got := describeKey([]byte(tc.key)); got != tc.described {
+			t.Errorf("describeKey(%q) = %s, want %s", tc.key, got, tc.described)
+		}
 	}
 }
