@@ -441,6 +441,30 @@ func TestSelectAnswersBeforeItsAppendAndStaysFindable(t *testing.T) {
 	}
 }
 
+// TestPublishedEntriesLeaveMemoryWithTheirAppend: the directory entries of
+// a run answered ahead of its append leave memory as soon as that append
+// lands (the store answers for them then), with no later write needed.
+func TestPublishedEntriesLeaveMemoryWithTheirAppend(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, _ := createAgentWithRun(t, r)
+	g.hold()
+	if _, err := createRun(r, info, engine.CreateRun{ExternalID: "ticket-8"}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	published := func() int {
+		n := 0
+		r.pendingIdx.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	if published() == 0 {
+		t.Fatal("nothing published ahead of the held append")
+	}
+	g.release()
+	waitFor(t, func() bool { return published() == 0 })
+}
+
 // TestLostSelectIsNotFoundLater: when the append carrying a fast-answered
 // run fails, the run is gone for good, and a later signal or lookup for it
 // is an explicit 404, never silently dropped.

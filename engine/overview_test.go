@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -64,6 +65,12 @@ func TestOverview(t *testing.T) {
 	}
 	if cheap := h.a.Overview(later, nil, 1, time.Hour, false); cheap.Matured != 0 || cheap.Mean != nil || cheap.Runs != 240 {
 		t.Errorf("without rewards: matured %d mean %v runs %d", cheap.Matured, cheap.Mean, cheap.Runs)
+	}
+	// Without rewards every count is the same as with them.
+	cheap := h.a.Overview(now, []time.Duration{24 * time.Hour, 7 * 24 * time.Hour}, 24, time.Hour, false)
+	cheap.Mean, cheap.Matured = o.Mean, o.Matured
+	if !reflect.DeepEqual(cheap, o) {
+		t.Errorf("without rewards:\n%+v\nwith:\n%+v", cheap, o)
 	}
 	if mo.Mean == nil || *mo.Mean != 0.75 { // five ratings of 0.5, five of 1
 		t.Errorf("mean = %v", mo.Mean)

@@ -126,7 +126,8 @@ func TestBetaQuantile(t *testing.T) {
 	}
 	v := Variation{Alpha: 2.5, Beta: 2}
 	iv := v.Interval(0.95)
-	if !(iv[0] < v.Score() && v.Score() < iv[1]) || BetaCDF(iv[1], 2.5, 2)-BetaCDF(iv[0], 2.5, 2)-0.95 > 1e-9 {
+	// Equal tails: 2.5 % of the mass below the interval, 2.5 % above.
+	if !(iv[0] < v.Score() && v.Score() < iv[1]) || math.Abs(BetaCDF(iv[0], 2.5, 2)-0.025) > 1e-9 || math.Abs(BetaCDF(iv[1], 2.5, 2)-0.975) > 1e-9 {
 		t.Fatalf("interval %v of Beta(2.5, 2)", iv)
 	}
 }
