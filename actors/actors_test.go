@@ -290,6 +290,34 @@ func TestSnapshotsTrimTheLog(t *testing.T) {
 	})
 }
 
+// TestFewEventsAreSnapshottedOnceTheIntervalPasses: an agent far below
+// SnapshotEvery is still snapshotted once SnapshotInterval has passed since
+// its first unsnapshotted event, at the next write that lands.
+func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
+	store := openStore(t, nil)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano())
+	r := newRegistry(t, store, func(c *Config) {
+		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
+		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
+	info, run := createAgentWithRun(t, r)
+	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.Load(info.ID); err != nil || rec.Snapshot != nil {
+		t.Fatalf("snapshot before the interval: %d, %v", rec.SnapshotSeq, err)
+	}
+	clock.Add(int64(2 * time.Minute))
+	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		rec, err := store.Load(info.ID)
+		return err == nil && rec.Snapshot != nil && rec.SnapshotSeq >= 3
+	})
+}
+
 // TestCrashLosesNoAcknowledgedWrite runs many concurrent writers through the
 // actors on Pebble's crashable in-memory FS, crashes at a random point, and
 // recovers from the clone: every acknowledged signal is there, and what was

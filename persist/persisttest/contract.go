@@ -211,6 +211,8 @@ func testInvalid(t *testing.T, s persist.Store) {
 		"first 0":       s.Append(persist.Batch{Agent: "agt", First: 0, Events: ev}),
 		"empty agent":   s.Append(persist.Batch{Agent: "", First: 1, Events: ev}),
 		"slash agent":   s.Append(persist.Batch{Agent: "a/b", First: 1, Events: ev}),
+		"leading slash": s.Append(persist.Batch{Agent: "/a", First: 1, Events: ev}),
+		"ending slash":  s.Append(persist.Batch{Agent: "a/", First: 1, Events: ev}),
 		"empty index":   s.Append(persist.Batch{Agent: "agt", First: 1, Events: ev, Index: []persist.KV{{Value: []byte("v")}}}),
 		"seq overflow":  s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 1, Events: [][]byte{{1}, {2}}}),
 		"snap slash":    s.SaveSnapshot("a/b", 1, nil),
