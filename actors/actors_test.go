@@ -318,6 +318,45 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	})
 }
 
+// TestSnapshotIntervalStartsWithAnEvent: a write that adds only records
+// (a held refusal's Idempotency-Key record) starts no snapshot interval;
+// the interval runs from the first event after the last snapshot.
+func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
+	store := openStore(t, nil)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano())
+	r := newRegistry(t, store, func(c *Config) {
+		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
+		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
+	info, run := createAgentWithRun(t, r)
+	clock.Add(int64(2 * time.Minute))
+	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	var snapped uint64
+	waitFor(t, func() bool {
+		rec, err := store.Load(info.ID)
+		snapped = rec.SnapshotSeq
+		return err == nil && rec.Snapshot != nil
+	})
+	out, err := heldSignal(r, info.ID, "run_unknown", 1)
+	if err != nil || out.Err == nil {
+		t.Fatalf("held signal to an unknown run = %+v, %v; want a refusal", out, err)
+	}
+	if err := out.Commit(persist.KV{Key: []byte("idem/r/test"), Value: []byte("404")}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(int64(90 * time.Second)) // past the record's minute, not the event's
+	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // a snapshot would be saved by now
+	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != snapped {
+		t.Fatalf("snapshot at %d (was %d), %v: the interval ran from a write without events", rec.SnapshotSeq, snapped, err)
+	}
+}
+
 // TestCrashLosesNoAcknowledgedWrite runs many concurrent writers through the
 // actors on Pebble's crashable in-memory FS, crashes at a random point, and
 // recovers from the clone: every acknowledged signal is there, and what was
