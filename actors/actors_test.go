@@ -532,6 +532,97 @@ func TestPublishedEntriesLeaveMemoryWithTheirAppend(t *testing.T) {
 	waitFor(t, func() bool { return published() == 0 })
 }
 
+// TestSelectIsAnsweredWhileAnAppendIsInFlight: the actor appends on its
+// own turn only when every request in flight waits for that batch; a
+// selection queued behind is answered while the append waits on the disk,
+// whether the append carries an earlier selection or a write queued with
+// others.
+func TestSelectIsAnsweredWhileAnAppendIsInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first func(r *Registry, info engine.AgentInfo, run engine.Run) error
+	}{
+		{"behind a selection", func(r *Registry, info engine.AgentInfo, _ engine.Run) error {
+			_, err := createRun(r, info, engine.CreateRun{})
+			return err
+		}},
+		{"behind a write and another write", func(r *Registry, info engine.AgentInfo, run engine.Run) error {
+			_, err := signal(r, info.ID, run.ID, 1)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &gatedStore{Store: openStore(t, nil)}
+			r := newRegistry(t, g, nil)
+			info, run := createAgentWithRun(t, r)
+			// Hold the actor in a read while the requests queue, so that
+			// all three are in flight when it takes the first.
+			entered, unblock := make(chan struct{}), make(chan struct{})
+			go Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
+				close(entered)
+				<-unblock
+				return struct{}{}, nil
+			})
+			<-entered
+			g.hold()
+			var release sync.Once
+			defer release.Do(g.release)
+			errs := make(chan error, 2)
+			go func() { errs <- tc.first(r, info, run) }()
+			go func() { _, err := signal(r, info.ID, run.ID, 2); errs <- err }()
+			sh := r.shardOf(info.ID)
+			sh.mu.Lock()
+			e := sh.agents[info.ID]
+			sh.mu.Unlock()
+			waitFor(t, func() bool { return e.inflight.Load() == 3 })
+			selected := make(chan error, 1)
+			go func() { _, err := createRun(r, info, engine.CreateRun{}); selected <- err }()
+			waitFor(t, func() bool { return e.inflight.Load() == 4 })
+			close(unblock)
+			<-g.entered
+			select {
+			case err := <-selected:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a selection waited for an append it had no part in")
+			}
+			release.Do(g.release)
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestLoneSelectionsAreAnsweredWhileTheirAppendWaits: a selection alone
+// in flight is answered before its append, and the append leaves the
+// actor's turn, so the next selection is answered while the disk stalls.
+func TestLoneSelectionsAreAnsweredWhileTheirAppendWaits(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, _ := createAgentWithRun(t, r)
+	g.hold()
+	defer g.release()
+	if _, err := createRun(r, info, engine.CreateRun{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	selected := make(chan error, 1)
+	go func() { _, err := createRun(r, info, engine.CreateRun{}); selected <- err }()
+	select {
+	case err := <-selected:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a selection waited for the append of the one before")
+	}
+}
+
 // TestLostSelectIsNotFoundLater: when the append carrying a fast-answered
 // run fails, the run is gone for good, and a later signal or lookup for it
 // is an explicit 404, never silently dropped.

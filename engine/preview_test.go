@@ -109,7 +109,8 @@ func bruteForce(t *testing.T, a *Agent, label *string, cur, draft, limit int, no
 		}
 	}
 	slices.SortFunc(moved, func(a, b Moved) int {
-		return cmp.Or(cmp.Compare(math.Abs(b.Delta()), math.Abs(a.Delta())), cmp.Compare(a.RunID, b.RunID))
+		// By how far the reward moved, computed here rather than by Delta.
+		return cmp.Or(cmp.Compare(math.Abs(b.Draft-b.Current), math.Abs(a.Draft-a.Current)), cmp.Compare(a.RunID, b.RunID))
 	})
 	if len(moved) > limit {
 		moved = moved[:limit]
@@ -176,6 +177,30 @@ func TestPreviewEqualsPublishingThenReading(t *testing.T) {
 	}
 	if results[4].res.Draft.Histogram.Bounds != [2]float64{-1, 1} || len(results[4].res.Moved) == 0 || results[4].res.Changed == 0 {
 		t.Fatalf("the history should exercise the draft: %+v", results[4].res)
+	}
+}
+
+// TestPreviewComparesWithTheCurrentVersion: with several versions
+// published, the preview sets the draft against the newest, and lists 20
+// moved runs when no limit is given.
+func TestPreviewComparesWithTheCurrentVersion(t *testing.T) {
+	h := newHarness(t)
+	previewHistory(t, h, 120)
+	cur := h.must(PutObjective{Definition: mustParse(t, previewDraft)}).(ObjectiveVersion)
+	draft := mustParse(t, previewCurrent)
+	res := runPreview(t, h.a, PreviewObjective{Definition: draft}, h.now, 1<<30)
+	if res.Current.ObjectiveVersion != cur.Version || res.Draft.ObjectiveVersion != cur.Version+1 || cur.Version < 2 {
+		t.Fatalf("versions %d and %d, want %d and %d", res.Current.ObjectiveVersion, res.Draft.ObjectiveVersion, cur.Version, cur.Version+1)
+	}
+	h.must(PutObjective{Definition: draft})
+	_, _, _, moved := bruteForce(t, h.a, nil, cur.Version, cur.Version+1, 1<<30, h.now)
+	if len(moved) <= 20 || !reflect.DeepEqual(res.Moved, moved[:20]) {
+		t.Fatalf("moved %d runs, listed %+v; want the first 20 of %+v", len(moved), res.Moved, moved)
+	}
+	for _, m := range res.Moved {
+		if m.Delta() != m.Draft-m.Current {
+			t.Fatalf("%+v: Delta %v", m, m.Delta())
+		}
 	}
 }
 
