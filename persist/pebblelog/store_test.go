@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -269,9 +270,9 @@ func TestGapIsError(t *testing.T) {
 		snapAt, del uint64
 		detail      string
 	}{
-		"middle":         {del: 3, detail: "event 4"},
-		"first":          {del: 1, detail: "event 2"},
-		"after snapshot": {snapAt: 2, del: 3, detail: "event 4"},
+		"middle":         {del: 3, detail: "event 4: gap: expected 3"},
+		"first":          {del: 1, detail: "event 2: gap: expected 1"},
+		"after snapshot": {snapAt: 2, del: 3, detail: "event 4: gap: expected 3"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := openTemp(t)
@@ -318,4 +319,22 @@ func TestOversizedSnapshotIsError(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCorrupt(t, s, "agt_big", "snapshot")
+}
+
+// TestOptionsDefaults: a zero (or, for sizes that cannot be zero, negative)
+// option takes its default; a set one is kept.
+func TestOptionsDefaults(t *testing.T) {
+	d := Options{}.withDefaults()
+	if d.FS != vfs.Default || d.CacheSize != defaultCacheSize || d.MemTableSize != defaultMemTableSize ||
+		d.MaxSnapshotSize != defaultMaxSnapshotSize || d.Logger == nil || d.SpaceInterval != time.Second {
+		t.Fatalf("defaults = %+v", d)
+	}
+	if n := (Options{CacheSize: -1, SpaceInterval: -1}).withDefaults(); n.CacheSize != defaultCacheSize || n.SpaceInterval != time.Second {
+		t.Fatalf("negative sizes: %+v", n)
+	}
+	fs := vfs.NewMem()
+	set := Options{FS: fs, CacheSize: 1 << 20, MemTableSize: 2 << 20, MaxSnapshotSize: 3 << 20, SpaceInterval: time.Minute}.withDefaults()
+	if set.FS != fs || set.CacheSize != 1<<20 || set.MemTableSize != 2<<20 || set.MaxSnapshotSize != 3<<20 || set.SpaceInterval != time.Minute {
+		t.Fatalf("set options = %+v", set)
+	}
 }
