@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/persist"
@@ -189,6 +191,7 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 	r := newRegistry(t, g, nil)
 	info, run := createAgentWithRun(t, r)
 	before := g.appends.Load()
+	answeredBefore := histogramSum(t, r.metrics.batchRequests)
 
 	const writers = 64
 	g.hold()
@@ -218,6 +221,20 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 	if n := g.appends.Load() - before; n >= writers {
 		t.Fatalf("%d appends for %d writes: the agent is not batching while a sync is in flight", n, writers)
 	}
+	// The batch-requests histogram counts each write once, in the commit
+	// that answered it, however the writes were batched.
+	if n := histogramSum(t, r.metrics.batchRequests) - answeredBefore; n != writers {
+		t.Fatalf("plaudit_actor_append_batch_requests summed %v for %d writes", n, writers)
+	}
+}
+
+func histogramSum(t *testing.T, h prometheus.Histogram) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleSum()
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -316,6 +333,28 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 		rec, err := store.Load(info.ID)
 		return err == nil && rec.Snapshot != nil && rec.SnapshotSeq >= 3
 	})
+}
+
+// TestSnapshotsComeEverySnapshotEveryEvents: with writes one at a time,
+// the first snapshot covers exactly SnapshotEvery events, and the next is
+// not taken before as many more have come.
+func TestSnapshotsComeEverySnapshotEveryEvents(t *testing.T) {
+	store := openStore(t, nil)
+	r := newRegistry(t, store, func(c *Config) { c.SnapshotEvery = 10 })
+	info, run := createAgentWithRun(t, r)
+	for i := range 17 { // events 3 to 19
+		if _, err := signal(r, info.ID, run.ID, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool {
+		rec, err := store.Load(info.ID)
+		return err == nil && rec.Snapshot != nil
+	})
+	time.Sleep(100 * time.Millisecond) // a second snapshot would be saved by now
+	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 10 || rec.LastSeq != 19 {
+		t.Fatalf("snapshot at %d of %d events, %v; want 10", rec.SnapshotSeq, rec.LastSeq, err)
+	}
 }
 
 // TestSnapshotIntervalStartsWithAnEvent: a write that adds only records

@@ -63,8 +63,7 @@ type agentActor struct {
 	durableGen uint64   // last generation known synced
 	pending    [][]byte // encoded events applied but not yet handed to the log
 	pendingKV  []persist.KV
-	firstSeq   uint64 // sequence of pending[0]
-	appending  bool   // an append is in flight
+	appending  bool // an append is in flight
 	waiters    []waiter
 	broken     bool // an append failed: the in-memory state may be ahead of disk
 	// held counts decided writes whose events wait for their records (see
@@ -303,9 +302,6 @@ func (x *agentActor) unpublish(upToGen uint64) {
 // enqueue queues applied events and directory entries for the log as one
 // write generation, and returns the directory entries (given and derived).
 func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.KV {
-	if len(x.pending) == 0 && len(events) > 0 {
-		x.firstSeq = x.agent.LastSeq() - uint64(len(events)) + 1
-	}
 	n := len(x.pendingKV)
 	for _, ev := range events {
 		b := engine.AppendEvent(nil, ev)
@@ -378,13 +374,12 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	})
 }
 
-// takeBatch hands the queued writes over as one batch.
+// takeBatch hands the queued writes over as one batch. It is called only
+// while no append is in flight, so every event after the durable mark is
+// pending, in order: the batch starts right after that mark. (A batch of
+// directory entries only has no events; its First is unused.)
 func (x *agentActor) takeBatch() persist.Batch {
-	first := x.firstSeq
-	if len(x.pending) == 0 {
-		first = x.durable + 1 // a batch of directory entries only; First is unused
-	}
-	b := persist.Batch{Agent: x.agentID, First: first, Events: x.pending, Index: x.pendingKV}
+	b := persist.Batch{Agent: x.agentID, First: x.durable + 1, Events: x.pending, Index: x.pendingKV}
 	x.pending, x.pendingKV = nil, nil
 	return b
 }
