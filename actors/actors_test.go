@@ -309,7 +309,8 @@ func TestSnapshotsTrimTheLog(t *testing.T) {
 
 // TestFewEventsAreSnapshottedOnceTheIntervalPasses: an agent far below
 // SnapshotEvery is still snapshotted once SnapshotInterval has passed since
-// its first unsnapshotted event, at the next write that lands.
+// its first unsnapshotted event, at the next write that lands; after that,
+// once the events since the snapshot are a quarter of those it covers.
 func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	store := openStore(t, nil)
 	var clock atomic.Int64
@@ -318,21 +319,35 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
 		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	})
-	info, run := createAgentWithRun(t, r)
-	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
-		t.Fatal(err)
+	info, run := createAgentWithRun(t, r) // events 1 and 2
+	i := 0
+	write := func() {
+		t.Helper()
+		i++
+		if _, err := signal(r, info.ID, run.ID, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshotAt := func(seq uint64) {
+		t.Helper()
+		waitFor(t, func() bool {
+			rec, err := store.Load(info.ID)
+			return err == nil && rec.SnapshotSeq == seq
+		})
+	}
+	for range 5 { // events 3 to 7
+		write()
 	}
 	if rec, err := store.Load(info.ID); err != nil || rec.Snapshot != nil {
 		t.Fatalf("snapshot before the interval: %d, %v", rec.SnapshotSeq, err)
 	}
 	clock.Add(int64(2 * time.Minute))
-	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		rec, err := store.Load(info.ID)
-		return err == nil && rec.Snapshot != nil && rec.SnapshotSeq >= 3
-	})
+	write() // event 8 lands past the interval
+	snapshotAt(8)
+	write() // event 9 starts the next interval
+	clock.Add(int64(2 * time.Minute))
+	write() // event 10: two since the snapshot, a quarter of its 8
+	snapshotAt(10)
 }
 
 // TestSnapshotsComeEverySnapshotEveryEvents: with writes one at a time,
@@ -342,18 +357,41 @@ func TestSnapshotsComeEverySnapshotEveryEvents(t *testing.T) {
 	store := openStore(t, nil)
 	r := newRegistry(t, store, func(c *Config) { c.SnapshotEvery = 10 })
 	info, run := createAgentWithRun(t, r)
-	for i := range 17 { // events 3 to 19
+	for i := range 8 { // events 3 to 10
 		if _, err := signal(r, info.ID, run.ID, i); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// Taken once the 10th event is durable, with no write after it.
 	waitFor(t, func() bool {
 		rec, err := store.Load(info.ID)
 		return err == nil && rec.Snapshot != nil
 	})
+	for i := range 9 { // events 11 to 19
+		if _, err := signal(r, info.ID, run.ID, 8+i); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(100 * time.Millisecond) // a second snapshot would be saved by now
 	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 10 || rec.LastSeq != 19 {
 		t.Fatalf("snapshot at %d of %d events, %v; want 10", rec.SnapshotSeq, rec.LastSeq, err)
+	}
+}
+
+// TestIdleAgentLeavesASnapshot: an agent passivated after IdleTimeout
+// first snapshots what it holds, however few events that is, so its next
+// recovery reads no log.
+func TestIdleAgentLeavesASnapshot(t *testing.T) {
+	store := openStore(t, nil)
+	r := newRegistry(t, store, func(c *Config) { c.IdleTimeout = 20 * time.Millisecond; c.SnapshotEvery = 1000 })
+	info, run := createAgentWithRun(t, r)
+	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return r.Live() == 0 })
+	rec, err := store.Load(info.ID)
+	if err != nil || rec.Snapshot == nil || rec.SnapshotSeq != 3 || len(rec.Tail) != 0 {
+		t.Fatalf("after passivation: snapshot at %d, tail %d, %v; want all 3 events in the snapshot", rec.SnapshotSeq, len(rec.Tail), err)
 	}
 }
 
