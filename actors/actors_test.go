@@ -307,6 +307,16 @@ func TestSnapshotsTrimTheLog(t *testing.T) {
 	})
 }
 
+// settle waits until the agent's actor has finished the turn in which it
+// answered the last write: a write is answered mid-turn, before the actor
+// considers a snapshot, so a test that moves the clock must wait for that.
+func settle(t *testing.T, r *Registry, agentID string) {
+	t.Helper()
+	if _, err := Read(r, agentID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFewEventsAreSnapshottedOnceTheIntervalPasses: an agent far below
 // SnapshotEvery is still snapshotted once SnapshotInterval has passed since
 // its first unsnapshotted event, at the next write that lands; after that,
@@ -341,10 +351,12 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	if rec, err := store.Load(info.ID); err != nil || rec.Snapshot != nil {
 		t.Fatalf("snapshot before the interval: %d, %v", rec.SnapshotSeq, err)
 	}
+	settle(t, r, info.ID)
 	clock.Add(int64(2 * time.Minute))
 	write() // event 8 lands past the interval
 	snapshotAt(8)
 	write() // event 9 starts the next interval
+	settle(t, r, info.ID)
 	clock.Add(int64(2 * time.Minute))
 	write() // event 10: two since the snapshot, a quarter of its 8
 	snapshotAt(10)
@@ -407,6 +419,12 @@ func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
 		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
 	})
 	info, run := createAgentWithRun(t, r)
+	// A write waits for every earlier one, the run's early-answered append
+	// too, so no commit lands after the clock moves but this one.
+	if _, err := signal(r, info.ID, run.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, r, info.ID)
 	clock.Add(int64(2 * time.Minute))
 	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
 		t.Fatal(err)
@@ -424,6 +442,7 @@ func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
 	if err := out.Commit(persist.KV{Key: []byte("idem/r/test"), Value: []byte("404")}); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, r, info.ID)
 	clock.Add(int64(90 * time.Second)) // past the record's minute, not the event's
 	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
 		t.Fatal(err)
