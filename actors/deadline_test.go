@@ -109,3 +109,28 @@ func TestOverloadAnswersWithinTheDeadline(t *testing.T) {
 	t.Logf("deadline %v, %d callers: %d answered (p50 %v, p99 %v, max %v), %d expired",
 		deadline, callers, len(answered), q(0.5), q(0.99), answered[len(answered)-1], expired)
 }
+
+// TestTakenWriteIsWaitedForUntilTheTimeout: a write the actor has taken
+// before its deadline is not abandoned at the deadline (it may land): its
+// caller waits for it up to RequestTimeout in all, and only then answers
+// ErrUnknownOutcome.
+func TestTakenWriteIsWaitedForUntilTheTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, func(c *Config) { c.RequestTimeout = timeout })
+	info, run := createAgentWithRun(t, r)
+	g.hold()
+	defer g.release()
+	start := time.Now()
+	_, err := answer(Write(r, info.ID, start.Add(50*time.Millisecond), false,
+		func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
+			return a.RecordSignal(engine.RecordSignal{Kind: "k", Value: 1, RunID: run.ID}, now, rnd)
+		}))
+	if !errors.Is(err, ErrUnknownOutcome) {
+		t.Fatalf("a taken write whose append stalls: %v; want ErrUnknownOutcome", err)
+	}
+	// Timers never fire early, so this bound cannot flake.
+	if waited := time.Since(start); waited < timeout {
+		t.Fatalf("the caller gave up after %v, before the request timeout %v", waited, timeout)
+	}
+}

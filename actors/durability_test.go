@@ -252,3 +252,51 @@ func TestRequestsQueuedBehindAFailedAppendAreAnswered(t *testing.T) {
 		t.Fatalf("the next write, to a recovered agent: %v", err)
 	}
 }
+
+// TestCloseWritesWhatIsQueued: writes queued behind an append in flight
+// when the registry closes are written by the stopping actor and answered
+// with success, not dropped or refused.
+func TestCloseWritesWhatIsQueued(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := New(Config{Store: g, Seed: 7, RequestTimeout: 10 * time.Second})
+	info, run := createAgentWithRun(t, r)
+	// Hold the actor in a read while two writes queue: the first one's
+	// append then leaves the actor's turn (another request is in flight),
+	// and the second is applied and queued behind it.
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	go Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
+		close(entered)
+		<-unblock
+		return struct{}{}, nil
+	})
+	<-entered
+	sh := r.shardOf(info.ID)
+	sh.mu.Lock()
+	e := sh.agents[info.ID]
+	sh.mu.Unlock()
+	g.hold()
+	errs := make(chan error, 2)
+	go func() { _, err := signal(r, info.ID, run.ID, 1); errs <- err }()
+	waitFor(t, func() bool { return e.inflight.Load() == 2 })
+	go func() { _, err := signal(r, info.ID, run.ID, 2); errs <- err }()
+	waitFor(t, func() bool { return e.inflight.Load() == 3 })
+	close(unblock)
+	<-g.entered // the first write's append is at the gate
+	closed := make(chan struct{})
+	go func() { r.Close(); close(closed) }()
+	// Let the poison pill reach the actor, which then waits in drain for
+	// the append at the gate (were it released first, the queued write
+	// would be written the usual way and the test would show nothing).
+	time.Sleep(50 * time.Millisecond)
+	g.release()
+	<-closed
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a write queued at Close: %v", err)
+		}
+	}
+	rec, err := g.Store.Load(info.ID)
+	if err != nil || rec.LastSeq != 4 {
+		t.Fatalf("after Close the log ends at %d, %v; want both writes (4)", rec.LastSeq, err)
+	}
+}
