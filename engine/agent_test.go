@@ -480,3 +480,36 @@ func TestSessionTieGoesToTheLaterCreatedRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRunQueries: a run is found by its external id (an unknown one is
+// ErrNotFound), its signals include those sent to an object it claimed, and
+// signal times outside int64 nanoseconds (before 1678, after 2262) come back
+// exactly as they were recorded.
+func TestRunQueries(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{ExternalID: "ticket-1"})
+	if got, err := h.a.RunByExternalID("ticket-1"); err != nil || got.ID != r.ID {
+		t.Fatalf("RunByExternalID(ticket-1) = %s, %v; want %s", got.ID, err, r.ID)
+	}
+	if _, err := h.a.RunByExternalID("ticket-2"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("RunByExternalID(ticket-2) = %v; want ErrNotFound", err)
+	}
+	h.must(ClaimObject{RunID: r.ID, Object: "zendesk.ticket/42"})
+	times := []time.Time{
+		time.Date(1500, 3, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(2500, 3, 1, 12, 0, 0, 0, time.UTC),
+		time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	h.signal(RecordSignal{Kind: "to.run", Value: 1, RunID: r.ID, OccurredAt: times[0]})
+	h.signal(RecordSignal{Kind: "to.object", Value: 2, Object: "zendesk.ticket/42", OccurredAt: times[1]})
+	h.signal(RecordSignal{Kind: "to.run", Value: 3, RunID: r.ID, OccurredAt: times[2]})
+	sigs, err := h.a.RunSignals(r.ID)
+	if err != nil || len(sigs) != 3 {
+		t.Fatalf("signals of the run = %+v, %v; want the two sent to it and the one to its object", sigs, err)
+	}
+	for i, s := range sigs {
+		if s.Value != float64(i+1) || !s.OccurredAt.Equal(times[i]) {
+			t.Errorf("signal %d = value %v at %v; want %d at %v", i, s.Value, s.OccurredAt, i+1, times[i])
+		}
+	}
+}

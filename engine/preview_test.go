@@ -245,6 +245,12 @@ func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Step(40) // some runs read, most not
+	// A second preview of the same history, opened later and not stepped
+	// until the end: what the first has read, it has still to read.
+	p2, err := h.a.StartPreview(c, h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, r := range runs {
 		if i%2 == 0 {
 			h.signal(RecordSignal{Kind: "human.rating", Value: 1, RunID: r.ID})
@@ -271,6 +277,10 @@ func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
 	}
 	got := p.Result()
 	p.Close()
+	for !p2.Step(25) {
+	}
+	got2 := p2.Result()
+	p2.Close()
 
 	then := NewAgent()
 	for i, ev := range atStart {
@@ -281,6 +291,9 @@ func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
 	want := runPreview(t, then, c, h.now, 1<<30)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("preview with interleaved writes:\n%+v\nwant\n%+v", got, want)
+	}
+	if !reflect.DeepEqual(got2, want) {
+		t.Fatalf("second preview with interleaved writes:\n%+v\nwant\n%+v", got2, want)
 	}
 	if got.Seq != uint64(len(atStart)) {
 		t.Fatalf("seq %d, want %d", got.Seq, len(atStart))
