@@ -1,6 +1,7 @@
 package objective
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -141,13 +142,7 @@ func (a *Arena) Evaluate(def Definition, version int, run Run, signals []Signal,
 	guarded := false
 	r.Guards = cut(&a.guards, len(def.Guards), lone)
 	for i, g := range def.Guards {
-		matched := false
-		for j := range signals {
-			if s := &signals[j]; s.Kind == g.Signal && g.Op.holds(s.Value, g.Value) && usable(s, run, deadline) {
-				matched = true
-				break
-			}
-		}
+		matched := guardMatched(g, signals, run, deadline)
 		r.Guards[i] = GuardResult{Signal: g.Signal, Op: g.Op, Value: g.Value, Matched: matched}
 		guarded = guarded || matched
 	}
@@ -222,12 +217,16 @@ func aggregate(t Term, signals []Signal, run Run, deadline time.Time, scratch *[
 				best = i
 			}
 		case AggMax:
-			if n == 1 || s.Value > x {
+			if n == 1 {
 				x = s.Value
+			} else {
+				x = max(x, s.Value)
 			}
 		case AggMin:
-			if n == 1 || s.Value < x {
+			if n == 1 {
 				x = s.Value
+			} else {
+				x = min(x, s.Value)
 			}
 		case AggSum, AggMean:
 			matched = append(matched, int32(i))
@@ -264,17 +263,21 @@ func usable(s *Signal, run Run, deadline time.Time) bool {
 	return !run.Finished || !s.ReceivedAt.After(deadline)
 }
 
+// guardMatched reports whether a usable signal of the run holds guard g.
+func guardMatched(g Guard, signals []Signal, run Run, deadline time.Time) bool {
+	for i := range signals {
+		if s := &signals[i]; s.Kind == g.Signal && g.Op.holds(s.Value, g.Value) && usable(s, run, deadline) {
+			return true
+		}
+	}
+	return false
+}
+
 // occursBefore orders signals by occurred_at, then seq, then index: equal
 // seqs only come from bad input, and the index keeps even that deterministic.
 func occursBefore(signals []Signal, i, j int) bool {
 	a, b := &signals[i], &signals[j]
-	if c := a.OccurredAt.Compare(b.OccurredAt); c != 0 {
-		return c < 0
-	}
-	if a.Seq != b.Seq {
-		return a.Seq < b.Seq
-	}
-	return i < j
+	return cmp.Or(a.OccurredAt.Compare(b.OccurredAt), cmp.Compare(a.Seq, b.Seq), cmp.Compare(i, j)) < 0
 }
 
 // scale maps x onto [0,1]: by [lo,hi] when s is set, else by clamping.
@@ -320,9 +323,7 @@ func weighted(terms []TermResult, div float64) (num, den float64) {
 		}
 		w := t.Weight / div
 		num += w * *t.Scaled
-		if w > 0 {
-			den += w
-		}
+		den += max(w, 0) // only positive weights count in the denominator
 	}
 	return num, den
 }
