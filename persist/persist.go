@@ -98,8 +98,9 @@ type Store interface {
 	// SaveSnapshot stores state as agent's snapshot covering events ≤ seq
 	// and, in the same synced batch, trims those events from the log. A
 	// snapshot older than the stored one (lower seq) is ignored, so a
-	// delayed save cannot roll the agent back behind trimmed events. seq
-	// must not exceed the last acknowledged event.
+	// delayed save cannot roll the agent back behind trimmed events; one
+	// at the same seq replaces it. seq must not exceed the last
+	// acknowledged event.
 	SaveSnapshot(agent string, seq uint64, state []byte) error
 	// Load returns agent's snapshot and log tail. A torn final record
 	// (checksum mismatch on the last event) that was never acknowledged is

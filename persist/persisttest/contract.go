@@ -30,6 +30,8 @@ func RunContract(t *testing.T, open func(t *testing.T) persist.Store) {
 		{"SnapshotThenTail", testSnapshotThenTail},
 		{"SnapshotAtLastSeq", testSnapshotAtLastSeq},
 		{"StaleSnapshotIgnored", testStaleSnapshot},
+		{"SameSeqSnapshotReplaces", testSameSeqSnapshot},
+		{"LogEndsAtLargestSeq", testLastSeqAtMax},
 		{"UnknownAgentIsZero", testUnknownAgent},
 		{"AgentsAreIsolated", testAgentsIsolated},
 		{"InvalidArguments", testInvalid},
@@ -180,6 +182,38 @@ func testStaleSnapshot(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_st", r.Tail, Events("agt_st", 6, 1))
 }
 
+// A snapshot at the stored one's seq is not older: it replaces it.
+func testSameSeqSnapshot(t *testing.T, s persist.Store) {
+	mustAppend(t, s, "agt_ss", 1, Events("agt_ss", 1, 6))
+	for _, state := range []string{"first", "second"} {
+		if err := s.SaveSnapshot("agt_ss", 5, []byte(state)); err != nil {
+			t.Fatalf("SaveSnapshot(5, %s): %v", state, err)
+		}
+	}
+	r := mustLoad(t, s, "agt_ss")
+	if string(r.Snapshot) != "second" || r.SnapshotSeq != 5 {
+		t.Fatalf("Load snapshot = %q at %d, want second at 5", r.Snapshot, r.SnapshotSeq)
+	}
+	CheckTail(t, "agt_ss", r.Tail, Events("agt_ss", 6, 1))
+}
+
+// A batch may end exactly at the largest sequence number; one that would
+// run past it is refused (see testInvalid). The snapshot makes the log
+// contiguous.
+func testLastSeqAtMax(t *testing.T, s persist.Store) {
+	const last = 1<<64 - 1
+	evs := Events("agt_max", last-1, 2)
+	mustAppend(t, s, "agt_max", last-1, evs)
+	if err := s.SaveSnapshot("agt_max", last-1, []byte("snap")); err != nil {
+		t.Fatalf("SaveSnapshot: %v", err)
+	}
+	r := mustLoad(t, s, "agt_max")
+	if string(r.Snapshot) != "snap" || r.SnapshotSeq != last-1 || r.LastSeq != last {
+		t.Fatalf("Load = %q at %d, last %d; want snap at %d, last %d", r.Snapshot, r.SnapshotSeq, r.LastSeq, uint64(last-1), uint64(last))
+	}
+	CheckTail(t, "agt_max", r.Tail, evs[1:])
+}
+
 func testUnknownAgent(t *testing.T, s persist.Store) {
 	mustAppend(t, s, "agt_known", 1, Events("agt_known", 1, 2))
 	for _, agent := range []string{"agt_unknown", "agt_know", "agt_known2"} {
@@ -208,16 +242,17 @@ func testAgentsIsolated(t *testing.T, s persist.Store) {
 func testInvalid(t *testing.T, s persist.Store) {
 	ev := [][]byte{[]byte("x")}
 	for name, err := range map[string]error{
-		"first 0":       s.Append(persist.Batch{Agent: "agt", First: 0, Events: ev}),
-		"empty agent":   s.Append(persist.Batch{Agent: "", First: 1, Events: ev}),
-		"slash agent":   s.Append(persist.Batch{Agent: "a/b", First: 1, Events: ev}),
-		"leading slash": s.Append(persist.Batch{Agent: "/a", First: 1, Events: ev}),
-		"ending slash":  s.Append(persist.Batch{Agent: "a/", First: 1, Events: ev}),
-		"empty index":   s.Append(persist.Batch{Agent: "agt", First: 1, Events: ev, Index: []persist.KV{{Value: []byte("v")}}}),
-		"seq overflow":  s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 1, Events: [][]byte{{1}, {2}}}),
-		"snap slash":    s.SaveSnapshot("a/b", 1, nil),
-		"load slash":    func() error { _, err := s.Load("a/b"); return err }(),
-		"put empty key": s.Put(persist.KV{Value: []byte("v")}),
+		"first 0":        s.Append(persist.Batch{Agent: "agt", First: 0, Events: ev}),
+		"empty agent":    s.Append(persist.Batch{Agent: "", First: 1, Events: ev}),
+		"slash agent":    s.Append(persist.Batch{Agent: "a/b", First: 1, Events: ev}),
+		"leading slash":  s.Append(persist.Batch{Agent: "/a", First: 1, Events: ev}),
+		"ending slash":   s.Append(persist.Batch{Agent: "a/", First: 1, Events: ev}),
+		"empty index":    s.Append(persist.Batch{Agent: "agt", First: 1, Events: ev, Index: []persist.KV{{Value: []byte("v")}}}),
+		"seq overflow":   s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 1, Events: [][]byte{{1}, {2}}}),
+		"seq overflow 3": s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 2, Events: [][]byte{{1}, {2}, {3}}}),
+		"snap slash":     s.SaveSnapshot("a/b", 1, nil),
+		"load slash":     func() error { _, err := s.Load("a/b"); return err }(),
+		"put empty key":  s.Put(persist.KV{Value: []byte("v")}),
 	} {
 		if !errors.Is(err, persist.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
@@ -332,12 +367,21 @@ func testIndex(t *testing.T, s persist.Store) {
 		t.Fatalf("index delete: err = %v, want ErrNotFound", err)
 	}
 	CheckTail(t, "agt_i", mustLoad(t, s, "agt_i").Tail, Events("agt_i", 1, 2))
-	// An index-only batch is allowed.
-	if err := s.Append(persist.Batch{Agent: "agt_i", First: 3, Index: []persist.KV{{Key: []byte("run/r2"), Value: []byte("agt_i")}}}); err != nil {
-		t.Fatalf("index-only Append: %v", err)
-	}
-	if r := mustLoad(t, s, "agt_i"); r.LastSeq != 2 {
-		t.Fatalf("index-only Append moved LastSeq to %d", r.LastSeq)
+	// An index-only batch is allowed: its entries are written, and the
+	// log is left as it was whatever its First.
+	for _, first := range []uint64{3, 10} {
+		key := fmt.Appendf(nil, "run/at%d", first)
+		if err := s.Append(persist.Batch{Agent: "agt_i", First: first, Index: []persist.KV{{Key: key, Value: []byte("agt_i")}}}); err != nil {
+			t.Fatalf("index-only Append (First %d): %v", first, err)
+		}
+		if v, err := s.Get(key); err != nil || string(v) != "agt_i" {
+			t.Fatalf("Get(%s) after an index-only Append = %q, %v", key, v, err)
+		}
+		r := mustLoad(t, s, "agt_i")
+		if r.LastSeq != 2 {
+			t.Fatalf("index-only Append (First %d) moved LastSeq to %d", first, r.LastSeq)
+		}
+		CheckTail(t, "agt_i", r.Tail, Events("agt_i", 1, 2))
 	}
 }
 
