@@ -3,10 +3,12 @@ package pebblelog
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/faultfs"
@@ -155,4 +157,207 @@ func TestFailedCommitFencesWrites(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hangs after a failed commit")
 	}
+}
+
+// TestWritesRefusedBetweenMeasurements: with no measurement due, the bytes
+// admitted since the last one count against the free space, so writes are
+// refused once MinFree is reached, before Pebble meets a full disk (the
+// ballast is still there).
+func TestWritesRefusedBetweenMeasurements(t *testing.T) {
+	fs := faultfs.NewQuota(vfs.NewMem(), 32<<20)
+	s, err := Open("db", Options{FS: fs, MinFree: 24 << 20, BallastSize: 256 << 10, SpaceInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.Condition()
+	room := c.FreeBytes - c.MinFreeBytes
+	last, err := appendUntil(t, s, "a", 0, 1000)
+	if !errors.Is(err, persist.ErrStorageFull) {
+		t.Fatalf("append past MinFree: %v after %d events, want ErrStorageFull", err, last)
+	}
+	// Each batch holds a 16 KiB event and less than 1 KiB besides.
+	if int64(last)*16<<10 > room || room >= int64(last+1)*17<<10 {
+		t.Fatalf("%d events of 16 KiB admitted into %d bytes above MinFree", last, room)
+	}
+	if got := ballastBytes(t, fs, "db"); got != 256<<10 {
+		t.Fatalf("ballast of %d bytes, want it kept (the refusal came before a full disk)", got)
+	}
+	if c := s.Condition(); !c.Full || c.FreeBytes >= c.MinFreeBytes {
+		t.Fatalf("Condition = %+v, want full below MinFree", c)
+	}
+	checkLoads(t, s, "a", last)
+}
+
+// newTestSpace starts a space on fs in dir that measures only when the test
+// calls measure.
+func newTestSpace(t *testing.T, fs vfs.FS, dir string, o Options) *space {
+	t.Helper()
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.SpaceInterval = time.Hour
+	sp, err := newSpace(fs, dir, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sp.close)
+	return sp
+}
+
+// ballastBytes returns the size of the ballast in dir, or -1 if there is none.
+func ballastBytes(t *testing.T, fs vfs.FS, dir string) int64 {
+	t.Helper()
+	st, err := fs.Stat(fs.PathJoin(dir, ballastName))
+	if err != nil {
+		return -1
+	}
+	return st.Size()
+}
+
+// checkFree fails t unless the space reports the quota's actual free bytes.
+func checkFree(t *testing.T, sp *space, fs *faultfs.Quota, capacity int64) {
+	t.Helper()
+	if _, free, _ := sp.condition(); free != capacity-fs.Used() {
+		t.Fatalf("FreeBytes = %d, want %d (capacity less what the files hold)", free, capacity-fs.Used())
+	}
+}
+
+// TestSpaceDefaultsFollowTheDiskSize: without MinFree and BallastSize, a
+// store keeps 5% of its disk free and a ballast of 1% of it; a disk too
+// small for a byte of ballast gets no ballast file.
+func TestSpaceDefaultsFollowTheDiskSize(t *testing.T) {
+	for _, tc := range []struct {
+		total, minFree, ballast int64
+	}{
+		{total: 8 << 20, minFree: 8 << 20 / 20, ballast: 8 << 20 / 100},
+		{total: 99, minFree: 4, ballast: -1},
+	} {
+		fs := faultfs.NewQuota(vfs.NewMem(), tc.total)
+		sp := newTestSpace(t, fs, "db", Options{})
+		full, _, minFree := sp.condition()
+		if full || minFree != tc.minFree {
+			t.Fatalf("disk of %d bytes: full %v, MinFreeBytes %d; want not full, %d", tc.total, full, minFree, tc.minFree)
+		}
+		if got := ballastBytes(t, fs, "db"); got != tc.ballast {
+			t.Fatalf("disk of %d bytes: ballast of %d bytes, want %d (-1: none)", tc.total, got, tc.ballast)
+		}
+		checkFree(t, sp, fs, tc.total)
+	}
+}
+
+// TestAdmitRefusesBelowMinFree: a write that leaves exactly MinFree free is
+// admitted and lowers the free space by its size; the next byte is refused.
+func TestAdmitRefusesBelowMinFree(t *testing.T) {
+	const capacity, minFree = 4 << 20, 1 << 20
+	fs := faultfs.NewQuota(vfs.NewMem(), capacity)
+	sp := newTestSpace(t, fs, "db", Options{MinFree: minFree, BallastSize: -1})
+	if err := sp.admit(capacity - minFree); err != nil {
+		t.Fatalf("a write leaving exactly MinFree free: %v", err)
+	}
+	if full, free, _ := sp.condition(); full || free != minFree {
+		t.Fatalf("after it: full %v, FreeBytes %d; want not full, %d", full, free, minFree)
+	}
+	if err := sp.admit(1); !errors.Is(err, persist.ErrStorageFull) {
+		t.Fatalf("a write past MinFree: %v, want ErrStorageFull", err)
+	}
+	if full, _, _ := sp.condition(); !full {
+		t.Fatal("not full after a refused write")
+	}
+}
+
+// TestBallastReturnsOnlyWithRoomForItTwice: the ballast is (re)created
+// once a measurement finds MinFree plus twice its size free, not a byte
+// sooner; a ballast in place is left as it is.
+func TestBallastReturnsOnlyWithRoomForItTwice(t *testing.T) {
+	const minFree, ballast = 1 << 20, 256 << 10
+	fs := faultfs.NewQuota(vfs.NewMem(), minFree+2*ballast-1)
+	sp := newTestSpace(t, fs, "db", Options{MinFree: minFree, BallastSize: ballast})
+	if full, _, _ := sp.condition(); full {
+		t.Fatal("full above MinFree plus its margin")
+	}
+	if got := ballastBytes(t, fs, "db"); got != -1 {
+		t.Fatalf("ballast of %d bytes created a byte short of room for it twice", got)
+	}
+	fs.SetCapacity(minFree + 2*ballast)
+	for range 2 {
+		sp.measure()
+		if got := ballastBytes(t, fs, "db"); got != ballast {
+			t.Fatalf("ballast of %d bytes, want %d", got, ballast)
+		}
+		checkFree(t, sp, fs, minFree+2*ballast)
+	}
+}
+
+// TestBallastResizedToTheOptions: a ballast left by an earlier run with
+// another BallastSize is rewritten to this run's size.
+func TestBallastResizedToTheOptions(t *testing.T) {
+	const capacity = 8 << 20
+	fs := faultfs.NewQuota(vfs.NewMem(), capacity)
+	for _, size := range []int64{128 << 10, 256 << 10} {
+		newTestSpace(t, fs, "db", Options{MinFree: 1 << 20, BallastSize: size})
+		if got := ballastBytes(t, fs, "db"); got != size {
+			t.Fatalf("BallastSize %d: ballast of %d bytes", size, got)
+		}
+	}
+}
+
+// TestBallastCreatedOnEveryFileSystem: the ballast has its size, in zeros,
+// whether the file system allocates it at once (fallocate), refuses
+// fallocate, or has no descriptors (in memory): the last two get it
+// written as zeros.
+func TestBallastCreatedOnEveryFileSystem(t *testing.T) {
+	const size = 1 << 20
+	for _, tc := range []struct {
+		name   string
+		fs     vfs.FS
+		onDisk bool
+	}{
+		{"os", vfs.Default, true},
+		{"fallocate refused", faultfs.NoFallocate{FS: vfs.Default}, true},
+		{"in memory", faultfs.NewQuota(vfs.NewMem(), 8<<20), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, dir := tc.fs, "db"
+			if tc.onDisk {
+				dir = t.TempDir()
+			}
+			newTestSpace(t, fs, dir, Options{MinFree: 1, BallastSize: size})
+			if got := ballastBytes(t, fs, dir); got != size {
+				t.Fatalf("ballast of %d bytes, want %d", got, size)
+			}
+			if !tc.onDisk {
+				// Pebble's MemFS scribbles over written buffers in race
+				// and invariants builds, so only the size is checked.
+				return
+			}
+			f, err := fs.Open(fs.PathJoin(dir, ballastName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			buf := make([]byte, size)
+			if n, err := f.ReadAt(buf, 0); n != size || !bytes.Equal(buf, make([]byte, size)) {
+				t.Fatalf("ballast holds %d bytes (%v), want %d zeros", n, err, size)
+			}
+		})
+	}
+}
+
+// TestBallastThatCannotBeSyncedIsRemoved: a ballast whose sync fails is not
+// trusted to hold its room: it is removed and not counted.
+func TestBallastThatCannotBeSyncedIsRemoved(t *testing.T) {
+	const capacity = 8 << 20
+	failSync := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	fs := faultfs.NewQuota(errorfs.Wrap(vfs.NewMem(), failSync), capacity)
+	sp := newTestSpace(t, fs, "db", Options{MinFree: 1 << 20, BallastSize: 256 << 10})
+	if got := ballastBytes(t, fs, "db"); got != -1 {
+		t.Fatalf("a ballast of %d bytes whose sync failed was kept", got)
+	}
+	checkFree(t, sp, fs, capacity)
 }
