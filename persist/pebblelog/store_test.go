@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/persisttest"
@@ -307,6 +308,37 @@ func TestCorruptSnapshotIsError(t *testing.T) {
 			wantCorrupt(t, s, "agt_snap", "snapshot")
 		})
 	}
+}
+
+// TestSnapshotOfEmptyStateWithoutFrameLoads: a zstd encoder may encode an
+// empty state as no bytes at all (klauspost's does with WithZeroFrames
+// false), so a stored snapshot that is only its header, checksum right,
+// loads as an empty state rather than as corruption.
+func TestSnapshotOfEmptyStateWithoutFrameLoads(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 3)
+	enc, err := zstd.NewWriter(nil, zstd.WithZeroFrames(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	sk := snapshotKey("agt")
+	v := make([]byte, snapshotHeader)
+	v[0] = snapshotFormat
+	binary.BigEndian.PutUint64(v[1:], 2)
+	v = enc.EncodeAll(nil, v)
+	binary.BigEndian.PutUint32(v[1+seqLen:], snapshotCRC(sk, v))
+	if err := s.db.Set(sk, v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Load("agt")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if r.Snapshot == nil || len(r.Snapshot) != 0 || r.SnapshotSeq != 2 || r.LastSeq != 3 {
+		t.Fatalf("Load = %+v, want an empty snapshot at 2, last 3", r)
+	}
+	persisttest.CheckTail(t, "agt", r.Tail, persisttest.Events("agt", 3, 1))
 }
 
 func TestOversizedSnapshotIsError(t *testing.T) {
