@@ -153,15 +153,22 @@ func (sp *space) keepBallast() {
 	if sp.ballastSize <= 0 {
 		return
 	}
-	if st, err := sp.fs.Stat(sp.ballast); err == nil && st.Size() == sp.ballastSize {
-		return
+	var old int64 // a ballast of another size, left by an earlier run
+	if st, err := sp.fs.Stat(sp.ballast); err == nil {
+		if st.Size() == sp.ballastSize {
+			return
+		}
+		old = st.Size()
 	}
+	// The new ballast replaces the old one: the free space changes by the
+	// difference.
 	if err := writeBallast(sp.fs, sp.ballast, sp.ballastSize); err != nil {
 		sp.logger.Warn("ballast not created", "component", "pebblelog", "path", sp.ballast, "err", err)
 		_ = sp.fs.Remove(sp.ballast)
+		sp.avail.Add(old)
 		return
 	}
-	sp.avail.Add(-sp.ballastSize)
+	sp.avail.Add(old - sp.ballastSize)
 }
 
 // onDiskFull runs inside Pebble's write path when the disk returns ENOSPC:

@@ -290,14 +290,22 @@ func TestBallastReturnsOnlyWithRoomForItTwice(t *testing.T) {
 }
 
 // TestBallastResizedToTheOptions: a ballast left by an earlier run with
-// another BallastSize is rewritten to this run's size.
+// another BallastSize is rewritten to this run's size, and the free space
+// reported at once is the disk's (the old ballast's room counted back).
 func TestBallastResizedToTheOptions(t *testing.T) {
 	const capacity = 8 << 20
 	fs := faultfs.NewQuota(vfs.NewMem(), capacity)
-	for _, size := range []int64{128 << 10, 256 << 10} {
-		newTestSpace(t, fs, "db", Options{MinFree: 1 << 20, BallastSize: size})
+	for _, size := range []int64{128 << 10, 256 << 10, 64 << 10} {
+		sp := newTestSpace(t, fs, "db", Options{MinFree: 1 << 20, BallastSize: size})
 		if got := ballastBytes(t, fs, "db"); got != size {
 			t.Fatalf("BallastSize %d: ballast of %d bytes", size, got)
+		}
+		du, err := fs.GetDiskUsage("db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, free, _ := sp.condition(); free != int64(du.AvailBytes) {
+			t.Fatalf("BallastSize %d: %d bytes reported free, the disk has %d", size, free, du.AvailBytes)
 		}
 	}
 }
