@@ -64,4 +64,21 @@ func TestClip(t *testing.T) {
 	if Clip("short", MaxEcho) != "short" {
 		t.Error("Clip cut a short string")
 	}
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},         // exactly n bytes: kept whole
+		{"abcd", 3, "abc…"},       // one byte more: cut
+		{"héllo", 2, "h…"},        // the cut falls inside é: back to its start
+		{"héllo", 3, "hé…"},       // after é
+		{"é", 1, "…"},             // nothing whole fits
+		{"日本語", 5, "日…"},          // three-byte runes
+		{"\x80\x80\x80x", 2, "…"}, // not UTF-8: the walk back stops at 0
+	} {
+		if got := Clip(tc.s, tc.n); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
 }

@@ -48,6 +48,17 @@ func TestSyntaxErrorAgreesWithEncodingJSON(t *testing.T) {
 		`""`, `"\u00e9"`, `"\ud800"`, `"a\/b"`, "\"\x7f\"", "\"\xc3\xa9\"", "\"\xc3\"", "\"\xed\xa0\x80\"",
 		`[]`, `[ ]`, `[1,]`, `[,1]`, `{}`, `{ }`, `{"a":1}`, `{"a":1,"b":[true,false,null]}`, `{"a"}`,
 		`nul`, `nulll`, `true false`, " \t\r\n1 \n", "\x00", `{"a":{"b":{"c":[{}]}}}`, `[1 2]`, `"abc`,
+		// Digits and hex digits at and past their bounds, exponents with and
+		// without a sign, and U+FFFD written out (not an invalid byte).
+		`10`, `19`, `[0,9]`, `1e5`, `1e+5`, `1e-5`, `1ex`,
+		`"\u0000"`, `"\u0999"`, `"\uaaaa"`, `"\uffff"`, `"\uAAAA"`, `"\uFFFF"`,
+		`"\u00/0"`, `"\u00:0"`, "\"\\u00`0\"", `"\u00g0"`, `"\u00@0"`, `"\u00G0"`,
+		"\"\xef\xbf\xbd\"",
+		// Siblings close their nesting: more of them than maxDepth is fine.
+		"[" + strings.Repeat(`{},`, 2*maxDepth) + "{}]",
+		"[" + strings.Repeat(`{"a":1},`, 2*maxDepth) + "{}]",
+		"[" + strings.Repeat(`[],`, 2*maxDepth) + "[]]",
+		"[" + strings.Repeat(`[1],`, 2*maxDepth) + "[1]]",
 	}
 	for _, text := range texts {
 		got := syntaxError([]byte(text)) == ""

@@ -49,3 +49,22 @@ func TestParseGivesBackWhatFormatWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestNewTakesItsEntropyFromTheSource: the 80 random bits are the low 16
+// bits of the source's first draw and all 64 of its second, in big-endian
+// order, so a seeded source gives reproducible ids.
+func TestNewTakesItsEntropyFromTheSource(t *testing.T) {
+	src, same := rand.New(rand.NewPCG(5, 6)), rand.New(rand.NewPCG(5, 6))
+	u, err := ulid.Parse(strings.TrimPrefix(New(Run, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), src), Run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, lo := same.Uint64(), same.Uint64()
+	want := []byte{byte(hi >> 8), byte(hi)}
+	for i := range 8 {
+		want = append(want, byte(lo>>(56-8*i)))
+	}
+	if got := u.Entropy(); string(got) != string(want) {
+		t.Fatalf("entropy %x, want %x", got, want)
+	}
+}
