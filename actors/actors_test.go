@@ -98,6 +98,9 @@ func openStore(t *testing.T, fs vfs.FS) *pebblelog.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed after the registry (cleanups run last first) and before the
+	// temp dir is removed: an open Pebble may still write files into it.
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -190,6 +193,7 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 	g := &gatedStore{Store: openStore(t, nil)}
 	r := newRegistry(t, g, nil)
 	info, run := createAgentWithRun(t, r)
+	settle(t, r, info.ID) // a commit is observed after its requests are answered
 	before := g.appends.Load()
 	answeredBefore := histogramSum(t, r.metrics.batchRequests)
 
@@ -309,11 +313,16 @@ func TestSnapshotsTrimTheLog(t *testing.T) {
 
 // settle waits until the agent's actor has finished the turn in which it
 // answered the last write: a write is answered mid-turn, before the actor
-// considers a snapshot, so a test that moves the clock must wait for that.
+// considers a snapshot or counts the batch, so a test that moves the clock
+// or reads a metric must wait for that. A read is answered once the writes
+// before it are durable, perhaps itself in such a turn; a second read,
+// with nothing left to wait for, is taken only after that turn ends.
 func settle(t *testing.T, r *Registry, agentID string) {
 	t.Helper()
-	if _, err := Read(r, agentID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if _, err := Read(r, agentID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -404,6 +413,47 @@ func TestIdleAgentLeavesASnapshot(t *testing.T) {
 	rec, err := store.Load(info.ID)
 	if err != nil || rec.Snapshot == nil || rec.SnapshotSeq != 3 || len(rec.Tail) != 0 {
 		t.Fatalf("after passivation: snapshot at %d, tail %d, %v; want all 3 events in the snapshot", rec.SnapshotSeq, len(rec.Tail), err)
+	}
+}
+
+// TestIdleActorOfAnUnknownAgentStops: an actor started for an agent that
+// does not exist (a request that answered not found) stops when idle like
+// any other, writing nothing.
+func TestIdleActorOfAnUnknownAgentStops(t *testing.T) {
+	store := openStore(t, nil)
+	r := newRegistry(t, store, func(c *Config) { c.IdleTimeout = 20 * time.Millisecond })
+	_, err := Read(r, "agt_unknown", time.Time{}, func(a *engine.Agent, _ time.Time) (uint64, error) { return a.LastSeq(), nil })
+	if !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("read of an unknown agent: %v; want ErrNotFound", err)
+	}
+	waitFor(t, func() bool { return r.Live() == 0 })
+	if rec, err := store.Load("agt_unknown"); err != nil || rec.Snapshot != nil || rec.LastSeq != 0 {
+		t.Fatalf("an unknown agent left %+v, %v", rec, err)
+	}
+}
+
+// TestIdleAgentWaitsForItsAppend: an agent whose last write is not yet
+// durable (a selection answered ahead of its append) does not stop, nor
+// snapshot events the log does not hold, while that append waits.
+func TestIdleAgentWaitsForItsAppend(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, func(c *Config) { c.IdleTimeout = 20 * time.Millisecond; c.SnapshotEvery = 1000 })
+	info, _ := createAgentWithRun(t, r)
+	settle(t, r, info.ID)
+	g.hold()
+	if _, err := createRun(r, info, engine.CreateRun{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	time.Sleep(200 * time.Millisecond) // ten idle timeouts
+	rec, err := g.Store.Load(info.ID)
+	if err != nil || rec.Snapshot != nil || r.Live() != 1 {
+		t.Fatalf("while the append waits: snapshot at %d, %v, %d actors live; want no snapshot and the actor", rec.SnapshotSeq, err, r.Live())
+	}
+	g.release()
+	waitFor(t, func() bool { return r.Live() == 0 })
+	if rec, err := g.Store.Load(info.ID); err != nil || rec.SnapshotSeq != 3 {
+		t.Fatalf("after passivation: snapshot at %d, %v; want 3", rec.SnapshotSeq, err)
 	}
 }
 

@@ -512,11 +512,15 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 // request is still under way it stays, and re-arms the timeout (protoactor
 // cancels it once it fires).
 func (x *agentActor) onIdle(ctx actor.Context) {
-	if x.appending || x.snapping || len(x.waiters) > 0 || len(x.heldReqs) > 0 || len(x.stepping) > 0 || x.gen > x.durableGen {
+	// Writes not yet durable (an append in flight among them) and a
+	// snapshot being written are waited for. A request in flight (waiting
+	// for its batch, held for its records, read in steps, or still in the
+	// mailbox) makes passivate refuse.
+	if x.snapping || x.gen > x.durableGen {
 		ctx.SetReceiveTimeout(x.reg.cfg.IdleTimeout)
 		return
 	}
-	if x.agent != nil && x.agent.LastSeq() > x.snapSeq && x.agent.LastSeq() == x.durable {
+	if x.agent != nil && x.agent.LastSeq() > x.snapSeq { // every event is durable here
 		start := time.Now()
 		st := x.agent.Snapshot()
 		if err := x.reg.store.SaveSnapshot(x.agentID, st.Seq, engine.AppendState(nil, st)); err == nil {
