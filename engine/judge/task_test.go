@@ -100,6 +100,9 @@ func TestParseAccepts(t *testing.T) {
 		{"integers written as floats", `{"id": "t", "soft_cap_chars": 1e3, "rubric": {"criteria": [` +
 			`{"id": "c", "check": {"type": "max_chars", "value": 20.0}}]}}`,
 			func(t Task) bool { return t.SoftCapChars == 1000 && t.Criteria[0].Check.MaxChars == 20 }},
+		{"integers up to 2^53", `{"id": "t", "soft_cap_chars": 9007199254740992, "rubric": {"criteria": [` +
+			`{"id": "c", "check": {"type": "max_chars", "value": 9.007199254740992e15}}]}}`,
+			func(t Task) bool { return t.SoftCapChars == 1<<53 && t.Criteria[0].Check.MaxChars == 1<<53 }},
 		{"max_chars 0, tiny weight, negative value", `{"id": "t", "rubric": {"criteria": [` +
 			`{"id": "a", "weight": 1e-300, "check": {"type": "max_chars", "value": 0}},` +
 			`{"id": "b", "check": {"type": "number_close", "value": -2.5e3, "tolerance": 0}}]}}`,
@@ -273,6 +276,10 @@ func TestParseErrorMessages(t *testing.T) {
 		{`{"id": "t", "rubric": {"criteria": [{"id": "a", "check": {"type": "equal"}}]}}`, "",
 			"rubric.criteria[0].check.type: must be one of contains, not_contains, regex, equals, json_valid, max_chars, number_close"},
 		{`{"id": "t", "rubric": {"criteria": []}}`, "definition", "definition.rubric.criteria: must not be empty"},
+		{`{"id": "t", "soft_cap_chars": 0, "rubric": {"criteria": [` + ok + `]}}`, "",
+			"soft_cap_chars: must be a positive integer (at most 2^53)"},
+		{`{"id": "t", "rubric": {"criteria": [{"id": "a", "check": {"type": "max_chars", "value": -1}}]}}`, "",
+			"rubric.criteria[0].check.value: must be a non-negative integer (at most 2^53)"},
 	}
 	for _, tt := range tests {
 		if _, err := Parse([]byte(tt.json), tt.path); err == nil || err.Error() != tt.want {
