@@ -8,7 +8,7 @@ import (
 
 func TestSampleBetaMoments(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
-	for _, c := range []struct{ a, b float64 }{{1, 1}, {2.5, 2}, {0.5, 0.5}, {30, 5}, {1, 40}} {
+	for _, c := range []struct{ a, b float64 }{{1, 1}, {2.5, 2}, {0.5, 0.5}, {30, 5}, {1, 40}, {0.5, 3}, {4, 0.3}} {
 		const n = 200000
 		var sum, sq float64
 		for range n {

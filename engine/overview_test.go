@@ -93,3 +93,21 @@ func TestOverview(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewMeanCountsGuardedRuns: a run a guard caught has the reward
+// the guard gives it (the lower bound), and the overview's mean counts it
+// like a scored one.
+func TestOverviewMeanCountsGuardedRuns(t *testing.T) {
+	h := newHarness(t)
+	h.must(PutObjective{Definition: mustParse(t, `{"horizon_s": 3600,
+		"guards": [{"signal": "run.succeeded", "op": "lt", "value": 1}],
+		"terms": [{"signal": "human.rating", "weight": 1}]}`)})
+	ok, failed := h.run(CreateRun{}), h.run(CreateRun{})
+	h.must(FinishRun{RunID: ok.ID, Succeeded: true})
+	h.signal(RecordSignal{Kind: "human.rating", Value: 1, RunID: ok.ID})
+	h.must(FinishRun{RunID: failed.ID, Succeeded: false})
+	o := h.a.Overview(h.now.Add(2*time.Hour), nil, 1, time.Hour, true)
+	if o.Matured != 2 || o.Mean == nil || *o.Mean != 0.5 {
+		t.Fatalf("matured %d, mean %v; want 2 and 0.5 (a scored 1 and a guarded 0)", o.Matured, o.Mean)
+	}
+}
