@@ -211,11 +211,7 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 		}()
 	}
 	<-g.entered // the first batch is at the gate; the others queue behind it
-	sh := r.shardOf(info.ID)
-	sh.mu.Lock()
-	e := sh.agents[info.ID]
-	sh.mu.Unlock()
-	waitFor(t, func() bool { return e.inflight.Load() == writers })
+	waitFor(t, func() bool { return inflight(r, info.ID) == writers })
 	g.release()
 	wg.Wait()
 	close(errs)
@@ -250,6 +246,23 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// busyActor holds the agent's actor in a read until release is called,
+// so that requests sent meanwhile queue in its mailbox.
+func busyActor(t *testing.T, r *Registry, agentID string) (release func()) {
+	t.Helper()
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	go Read(r, agentID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
+		close(entered)
+		<-unblock
+		return struct{}{}, nil
+	})
+	<-entered
+	var once sync.Once
+	release = func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release)
+	return release
 }
 
 func TestOverloadedAgentFailsFast(t *testing.T) {
@@ -326,18 +339,31 @@ func settle(t *testing.T, r *Registry, agentID string) {
 	}
 }
 
+// intervalRegistry is a registry whose snapshots come by SnapshotInterval
+// (a minute) long before SnapshotEvery, on a clock the test moves.
+func intervalRegistry(t *testing.T, store persist.Store) (*Registry, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{}
+	clock.ns.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano())
+	r := newRegistry(t, store, func(c *Config) {
+		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
+		c.Now = clock.now
+	})
+	return r, clock
+}
+
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
 // TestFewEventsAreSnapshottedOnceTheIntervalPasses: an agent far below
 // SnapshotEvery is still snapshotted once SnapshotInterval has passed since
 // its first unsnapshotted event, at the next write that lands; after that,
 // once the events since the snapshot are a quarter of those it covers.
 func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	store := openStore(t, nil)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano())
-	r := newRegistry(t, store, func(c *Config) {
-		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
-		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
-	})
+	r, clock := intervalRegistry(t, store)
 	info, run := createAgentWithRun(t, r) // events 1 and 2
 	i := 0
 	write := func() {
@@ -361,12 +387,12 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 		t.Fatalf("snapshot before the interval: %d, %v", rec.SnapshotSeq, err)
 	}
 	settle(t, r, info.ID)
-	clock.Add(int64(2 * time.Minute))
+	clock.Add(2 * time.Minute)
 	write() // event 8 lands past the interval
 	snapshotAt(8)
 	write() // event 9 starts the next interval
 	settle(t, r, info.ID)
-	clock.Add(int64(2 * time.Minute))
+	clock.Add(2 * time.Minute)
 	write() // event 10: two since the snapshot, a quarter of its 8
 	snapshotAt(10)
 }
@@ -462,12 +488,7 @@ func TestIdleAgentWaitsForItsAppend(t *testing.T) {
 // the interval runs from the first event after the last snapshot.
 func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
 	store := openStore(t, nil)
-	var clock atomic.Int64
-	clock.Store(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).UnixNano())
-	r := newRegistry(t, store, func(c *Config) {
-		c.SnapshotEvery, c.SnapshotInterval = 1000, time.Minute
-		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
-	})
+	r, clock := intervalRegistry(t, store)
 	info, run := createAgentWithRun(t, r)
 	// A write waits for every earlier one, the run's early-answered append
 	// too, so no commit lands after the clock moves but this one.
@@ -475,7 +496,7 @@ func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r, info.ID)
-	clock.Add(int64(2 * time.Minute))
+	clock.Add(2 * time.Minute)
 	if _, err := signal(r, info.ID, run.ID, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +514,7 @@ func TestSnapshotIntervalStartsWithAnEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	settle(t, r, info.ID)
-	clock.Add(int64(90 * time.Second)) // past the record's minute, not the event's
+	clock.Add(90 * time.Second) // past the record's minute, not the event's
 	if _, err := signal(r, info.ID, run.ID, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -703,28 +724,18 @@ func TestSelectIsAnsweredWhileAnAppendIsInFlight(t *testing.T) {
 			info, run := createAgentWithRun(t, r)
 			// Hold the actor in a read while the requests queue, so that
 			// all three are in flight when it takes the first.
-			entered, unblock := make(chan struct{}), make(chan struct{})
-			go Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
-				close(entered)
-				<-unblock
-				return struct{}{}, nil
-			})
-			<-entered
+			unblock := busyActor(t, r, info.ID)
 			g.hold()
 			var release sync.Once
 			defer release.Do(g.release)
 			errs := make(chan error, 2)
 			go func() { errs <- tc.first(r, info, run) }()
 			go func() { _, err := signal(r, info.ID, run.ID, 2); errs <- err }()
-			sh := r.shardOf(info.ID)
-			sh.mu.Lock()
-			e := sh.agents[info.ID]
-			sh.mu.Unlock()
-			waitFor(t, func() bool { return e.inflight.Load() == 3 })
+			waitFor(t, func() bool { return inflight(r, info.ID) == 3 })
 			selected := make(chan error, 1)
 			go func() { _, err := createRun(r, info, engine.CreateRun{}); selected <- err }()
-			waitFor(t, func() bool { return e.inflight.Load() == 4 })
-			close(unblock)
+			waitFor(t, func() bool { return inflight(r, info.ID) == 4 })
+			unblock()
 			<-g.entered
 			select {
 			case err := <-selected:

@@ -263,24 +263,14 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 	// Hold the actor in a read while two writes queue: the first one's
 	// append then leaves the actor's turn (another request is in flight),
 	// and the second is applied and queued behind it.
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	go Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) {
-		close(entered)
-		<-unblock
-		return struct{}{}, nil
-	})
-	<-entered
-	sh := r.shardOf(info.ID)
-	sh.mu.Lock()
-	e := sh.agents[info.ID]
-	sh.mu.Unlock()
+	unblock := busyActor(t, r, info.ID)
 	g.hold()
 	errs := make(chan error, 2)
 	go func() { _, err := signal(r, info.ID, run.ID, 1); errs <- err }()
-	waitFor(t, func() bool { return e.inflight.Load() == 2 })
+	waitFor(t, func() bool { return inflight(r, info.ID) == 2 })
 	go func() { _, err := signal(r, info.ID, run.ID, 2); errs <- err }()
-	waitFor(t, func() bool { return e.inflight.Load() == 3 })
-	close(unblock)
+	waitFor(t, func() bool { return inflight(r, info.ID) == 3 })
+	unblock()
 	<-g.entered // the first write's append is at the gate
 	closed := make(chan struct{})
 	go func() { r.Close(); close(closed) }()
