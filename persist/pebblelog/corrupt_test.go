@@ -42,24 +42,13 @@ func corruptedStore(t *testing.T, offset func(size int) int) (*Store, *logtest.R
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-	if len(tables) != 1 {
-		t.Fatalf("%d tables, want 1", len(tables))
-	}
-	data, err := os.ReadFile(tables[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[offset(len(data))] ^= 0xff
-	if err := os.WriteFile(tables[0], data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	table, _, _ := flipTableByte(t, dir, offset)
 	h := &logtest.Recorder{Min: slog.LevelError}
 	s, err = Open(dir, Options{Logger: slog.New(h), BallastSize: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, h, filepath.Base(tables[0])
+	return s, h, filepath.Base(table)
 }
 
 // TestCorruptTableIsAnErrorNamingTheFile: a damaged block is an error
@@ -152,4 +141,24 @@ func TestTruncatedWALIsLoggedAndConsistent(t *testing.T) {
 	if !found {
 		t.Fatalf("the short replay of %s is not in the log:\n%s", filepath.Base(newest), log)
 	}
+}
+
+// flipTableByte flips the byte at(size) of the one table in dir (a closed
+// store's) and returns the table's path, the offset flipped and the size.
+func flipTableByte(t *testing.T, dir string, at func(size int) int) (table string, off, size int) {
+	t.Helper()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 1 {
+		t.Fatalf("%d tables, want 1", len(tables))
+	}
+	data, err := os.ReadFile(tables[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	off = at(len(data))
+	data[off] ^= 0xff
+	if err := os.WriteFile(tables[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tables[0], off, len(data)
 }

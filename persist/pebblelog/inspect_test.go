@@ -172,32 +172,20 @@ func TestInspectCatchesAFlippedTableByte(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-		if len(tables) != 1 {
-			t.Fatalf("%d tables, want 1", len(tables))
-		}
-		data, err := os.ReadFile(tables[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		off := at(len(data))
-		data[off] ^= 0xff
-		if err := os.WriteFile(tables[0], data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		table, off, size := flipTableByte(t, dir, at)
 		r, err := Inspect(dir, InspectOptions{})
 		if err != nil {
 			// A damaged table can also stop Pebble from opening at all.
-			if !strings.Contains(err.Error(), filepath.Base(tables[0])) {
-				t.Fatalf("byte %d of %d: Inspect = %v, want it to name %s", off, len(data), err, filepath.Base(tables[0]))
+			if !strings.Contains(err.Error(), filepath.Base(table)) {
+				t.Fatalf("byte %d of %d: Inspect = %v, want it to name %s", off, size, err, filepath.Base(table))
 			}
 			continue
 		}
-		t.Logf("byte %d of %d: %v", off, len(data), r.Err())
+		t.Logf("byte %d of %d: %v", off, size, r.Err())
 		// The table's own check finds it first and says which keys (so
 		// which agents) the damaged table holds.
-		if len(r.Problems) == 0 || r.Problems[0].File != filepath.Base(tables[0]) || !strings.Contains(r.Problems[0].Detail, "the table holds keys") {
-			t.Fatalf("byte %d of %d: problems = %+v, want the first to name %s and its keys", off, len(data), r.Problems, filepath.Base(tables[0]))
+		if len(r.Problems) == 0 || r.Problems[0].File != filepath.Base(table) || !strings.Contains(r.Problems[0].Detail, "the table holds keys") {
+			t.Fatalf("byte %d of %d: problems = %+v, want the first to name %s and its keys", off, size, r.Problems, filepath.Base(table))
 		}
 	}
 }
@@ -360,18 +348,7 @@ func TestInspectSaysWhereReadingStopped(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
-			if len(tables) != 1 {
-				t.Fatalf("%d tables, want 1", len(tables))
-			}
-			data, err := os.ReadFile(tables[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			data[tc.at(len(data))] ^= 0xff
-			if err := os.WriteFile(tables[0], data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			table, _, _ := flipTableByte(t, dir, tc.at)
 			r, err := Inspect(dir, InspectOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -382,8 +359,8 @@ func TestInspectSaysWhereReadingStopped(t *testing.T) {
 					stopped = &r.Problems[i]
 				}
 			}
-			if stopped == nil || !strings.HasPrefix(stopped.Detail, tc.want) || stopped.File != filepath.Base(tables[0]) {
-				t.Fatalf("problems %+v; want one starting %q naming %s", r.Problems, tc.want, filepath.Base(tables[0]))
+			if stopped == nil || !strings.HasPrefix(stopped.Detail, tc.want) || stopped.File != filepath.Base(table) {
+				t.Fatalf("problems %+v; want one starting %q naming %s", r.Problems, tc.want, filepath.Base(table))
 			}
 		})
 	}
