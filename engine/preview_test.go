@@ -299,3 +299,32 @@ func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
 		t.Fatalf("seq %d, want %d", got.Seq, len(atStart))
 	}
 }
+
+// TestPreviewStepsFollowTheBudget: a step spends its budget on runs, each
+// costing at least one (a run of another label too), so a budget of 1
+// takes one step per run, and a budget beyond the history takes one step.
+func TestPreviewStepsFollowTheBudget(t *testing.T) {
+	h := newHarness(t)
+	runs := previewHistory(t, h, 60)
+	a := "a"
+	c := PreviewObjective{Definition: mustParse(t, previewDraft), Version: &a}
+	for _, tc := range []struct {
+		budget, steps int
+	}{
+		{1 << 30, 1},
+		{1, len(h.a.runList)},
+	} {
+		p, err := h.a.StartPreview(c, h.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := 1
+		for !p.Step(tc.budget) {
+			steps++
+		}
+		p.Close()
+		if steps != tc.steps {
+			t.Errorf("budget %d: %d steps over %d runs, want %d", tc.budget, steps, len(runs), tc.steps)
+		}
+	}
+}
