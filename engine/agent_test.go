@@ -513,3 +513,25 @@ func TestRunQueries(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsOfOneRunOrVersion: Objective(0) is version 0 even once others
+// are published; a run's feedback is its own; a report of an infinite
+// value is refused.
+func TestReadsOfOneRunOrVersion(t *testing.T) {
+	h := newHarness(t)
+	h.must(PutObjective{Definition: mustParse(t, `{"terms": [{"signal": "a", "weight": 1}]}`)})
+	if o, err := h.a.Objective(0); err != nil || o.Version != 0 {
+		t.Fatalf("Objective(0) = version %d, %v; want 0", o.Version, err)
+	}
+	r1, r2 := h.run(CreateRun{}), h.run(CreateRun{})
+	one, two := 1.0, 0.0
+	h.must(RecordFeedback{RunID: r1.ID, Score: &one})
+	h.must(RecordFeedback{RunID: r2.ID, Score: &two})
+	if fb := h.a.RunFeedback(r1.ID); len(fb) != 1 || fb[0].RunID != r1.ID {
+		t.Fatalf("feedback of run 1 = %+v; want its one record", fb)
+	}
+	inf := math.Inf(1)
+	if _, err := h.exec(ReportReward{RunID: r1.ID, Kind: ReportExternal, Scorer: "ci", Value: &inf}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a report of +Inf: %v; want ErrInvalid", err)
+	}
+}
