@@ -328,3 +328,74 @@ func TestPreviewStepsFollowTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviewAsOfItsStartAtTheEdges: a claim or a report that is the very
+// last event before a preview starts counts in it; and the run the preview
+// reads next, finished and re-reported after the start, still reads as it
+// stood at the start.
+func TestPreviewAsOfItsStartAtTheEdges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		last  func(h *harness, x Run) // the last event before the start
+		after func(h *harness, x Run) // events once the preview has read up to x
+	}{
+		{"claim", func(h *harness, x Run) {
+			h.must(FinishRun{RunID: x.ID, Succeeded: true, FinishedAt: t0.Add(-72 * time.Hour)})
+			h.must(ClaimObject{RunID: x.ID, Object: "ticket/1"})
+		}, nil},
+		{"report", func(h *harness, x Run) {
+			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Started: 9000})
+		}, nil},
+		{"report replaced, run finished", func(h *harness, x Run) {
+			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Started: 9000})
+		}, func(h *harness, x Run) {
+			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(-3), Started: 9001})
+			h.must(FinishRun{RunID: x.ID, Succeeded: true, FinishedAt: t0.Add(-72 * time.Hour)})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			previewHistory(t, h, 30)
+			h.signal(RecordSignal{Kind: "ci.tests", Value: 2, Object: "ticket/1"})
+			x := h.run(CreateRun{Version: "a"})
+			xi := len(h.a.runList) - 1
+			tc.last(h, x)
+			atStart := slices.Clone(h.events)
+			c := PreviewObjective{Definition: mustParse(t, previewDraft), Limit: 50}
+			p, err := h.a.StartPreview(c, h.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range xi { // a budget of 1 reads one run a step: x is next
+				p.Step(1)
+			}
+			if tc.after != nil {
+				tc.after(h, x)
+			}
+			for !p.Step(1 << 30) {
+			}
+			got := p.Result()
+			p.Close()
+			then := NewAgent()
+			for i, ev := range atStart {
+				if err := then.Replay(uint64(i+1), ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := runPreview(t, then, c, h.now, 1<<30); !reflect.DeepEqual(got, want) {
+				t.Fatalf("preview:\n%+v\nwant, as of its start:\n%+v", got, want)
+			}
+			// And what publishing the draft at the start and reading every
+			// run's reward says, without the preview's code.
+			ov, _, err := executeAny(then, PutObjective{Definition: c.Definition}, h.now, rand.New(rand.NewPCG(1, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := ov.(ObjectiveVersion).Version
+			cur, drf, changed, moved := bruteForce(t, then, nil, v-1, v, c.Limit, h.now)
+			if !reflect.DeepEqual(got.Current, cur) || !reflect.DeepEqual(got.Draft, drf) || got.Changed != changed || !reflect.DeepEqual(got.Moved, moved) {
+				t.Fatalf("preview differs from reading every run as of its start")
+			}
+		})
+	}
+}
