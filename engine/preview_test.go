@@ -399,3 +399,24 @@ func TestPreviewAsOfItsStartAtTheEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewKeepsTheFirstRunsAmongEqualMoves: when more runs move by the
+// same amount than the limit lists, the preview lists those with the
+// smallest ids, as sorting every run would.
+func TestPreviewKeepsTheFirstRunsAmongEqualMoves(t *testing.T) {
+	h := newHarness(t)
+	h.must(PutObjective{Definition: mustParse(t, `{"horizon_s": 60, "terms": [{"signal": "a", "weight": 1}]}`)})
+	for range 30 {
+		r := h.run(CreateRun{})
+		h.signal(RecordSignal{Kind: "a", Value: 1, RunID: r.ID})
+		h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	}
+	draft := mustParse(t, `{"horizon_s": 60, "terms": [{"signal": "a", "weight": 1, "scale": [0, 2]}]}`)
+	later := h.now.Add(2 * time.Minute) // past the horizon: every run matured
+	got := runPreview(t, h.a, PreviewObjective{Definition: draft, Limit: 5}, later, 1<<30)
+	ov := h.must(PutObjective{Definition: draft}).(ObjectiveVersion)
+	_, _, changed, moved := bruteForce(t, h.a, nil, ov.Version-1, ov.Version, 5, later)
+	if changed != 30 || len(moved) != 5 || !reflect.DeepEqual(got.Moved, moved) {
+		t.Fatalf("moved %+v (%d changed); want %+v", got.Moved, got.Changed, moved)
+	}
+}
