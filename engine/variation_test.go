@@ -152,6 +152,7 @@ func TestListFeedbackFiltersAndPages(t *testing.T) {
 		{"created before", FeedbackFilter{CreatedBefore: f2.CreatedAt}, []Feedback{f1}},
 		{"labels: all pairs", FeedbackFilter{Labels: map[string]string{"source": "csat"}}, []Feedback{f3, f1}},
 		{"labels: two pairs", FeedbackFilter{Labels: map[string]string{"source": "csat", "team": "x"}}, []Feedback{f3}},
+		{"labels: another value", FeedbackFilter{Labels: map[string]string{"team": "y"}}, []Feedback{}},
 	}
 	for _, c := range cases {
 		got, next := h.a.ListFeedback(c.f, 0, 100)
