@@ -440,6 +440,10 @@ func TestIdleAgentLeavesASnapshot(t *testing.T) {
 	if err != nil || rec.Snapshot == nil || rec.SnapshotSeq != 3 || len(rec.Tail) != 0 {
 		t.Fatalf("after passivation: snapshot at %d, tail %d, %v; want all 3 events in the snapshot", rec.SnapshotSeq, len(rec.Tail), err)
 	}
+	var m dto.Metric
+	if err := r.metrics.snapshotFailed.Write(&m); err != nil || m.GetCounter().GetValue() != 0 {
+		t.Fatalf("plaudit_snapshot_failures_total = %v, %v; want 0 after a snapshot that was saved", m.GetCounter().GetValue(), err)
+	}
 }
 
 // TestIdleActorOfAnUnknownAgentStops: an actor started for an agent that

@@ -556,14 +556,10 @@ func (x *agentActor) drain(ctx actor.Context) {
 	}
 	if !x.broken && x.held == 0 && x.gen > x.durableGen {
 		gen := x.gen
-		b := x.takeBatch()
-		if err := x.reg.store.Append(b); err != nil {
+		if err := x.reg.store.Append(x.takeBatch()); err != nil {
 			x.broken = true
 		} else {
-			x.durableGen = gen
-			if len(b.Events) > 0 {
-				x.durable = b.First + uint64(len(b.Events)) - 1
-			}
+			x.durableGen = gen // the actor stops: only the waiters read it now
 		}
 	}
 	keep := x.waiters[:0]
