@@ -208,25 +208,29 @@ func TestPreviewComparesWithTheCurrentVersion(t *testing.T) {
 // value leaves every run's reward where it was, though the arithmetic may
 // land an ulp away; no run has changed or moved.
 func TestPreviewIgnoresRounding(t *testing.T) {
-	h := newHarness(t)
-	h.must(PutObjective{Definition: mustParse(t, `{"terms": [{"signal": "a", "weight": 0.7}, {"signal": "b", "weight": 0.3}]}`)})
-	ulps := 0
-	for i := range 200 {
-		r := h.run(CreateRun{})
-		x := float64(i) / 199
-		h.signal(RecordSignal{Kind: "a", Value: x, RunID: r.ID})
-		h.signal(RecordSignal{Kind: "b", Value: x, RunID: r.ID})
-		if 0.1*x+0.9*x != 0.7*x+0.3*x {
-			ulps++
+	// On [0, 1000] an ulp of the reward is a thousand times an ulp of u:
+	// the tolerance scales with the values.
+	for _, bounds := range []string{``, `"bounds": [0, 1000], `} {
+		h := newHarness(t)
+		h.must(PutObjective{Definition: mustParse(t, `{`+bounds+`"terms": [{"signal": "a", "weight": 0.7}, {"signal": "b", "weight": 0.3}]}`)})
+		ulps := 0
+		for i := range 200 {
+			r := h.run(CreateRun{})
+			x := float64(i) / 199
+			h.signal(RecordSignal{Kind: "a", Value: x, RunID: r.ID})
+			h.signal(RecordSignal{Kind: "b", Value: x, RunID: r.ID})
+			if 0.1*x+0.9*x != 0.7*x+0.3*x {
+				ulps++
+			}
 		}
-	}
-	if ulps == 0 {
-		t.Fatal("no value lands an ulp apart: the test shows nothing")
-	}
-	draft := mustParse(t, `{"terms": [{"signal": "a", "weight": 0.1}, {"signal": "b", "weight": 0.9}]}`)
-	res := runPreview(t, h.a, PreviewObjective{Definition: draft, Limit: 10}, h.now, 1<<30)
-	if res.Changed != 0 || len(res.Moved) != 0 {
-		t.Fatalf("changed %d, moved %+v: want none (%d values an ulp apart)", res.Changed, res.Moved, ulps)
+		if ulps == 0 {
+			t.Fatal("no value lands an ulp apart: the test shows nothing")
+		}
+		draft := mustParse(t, `{`+bounds+`"terms": [{"signal": "a", "weight": 0.1}, {"signal": "b", "weight": 0.9}]}`)
+		res := runPreview(t, h.a, PreviewObjective{Definition: draft, Limit: 10}, h.now, 1<<30)
+		if res.Changed != 0 || len(res.Moved) != 0 {
+			t.Fatalf("bounds %q: changed %d, moved %+v: want none (%d values an ulp apart)", bounds, res.Changed, res.Moved, ulps)
+		}
 	}
 }
 
@@ -346,6 +350,10 @@ func TestPreviewAsOfItsStartAtTheEdges(t *testing.T) {
 		{"report", func(h *harness, x Run) {
 			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Started: 9000})
 		}, nil},
+		{"report made after the start, then replaced", func(*harness, Run) {}, func(h *harness, x Run) {
+			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Started: 9000})
+			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(-3), Started: 9001})
+		}},
 		{"report replaced, run finished", func(h *harness, x Run) {
 			h.must(ReportReward{RunID: x.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Started: 9000})
 		}, func(h *harness, x Run) {
