@@ -12,6 +12,15 @@ gremlins=(go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0)
 export GOFLAGS=-count=1
 pkgs=(${MUTATE_PKGS:-./engine ./engine/objective ./engine/judge ./engine/field ./engine/id ./persist/pebblelog ./actors ./transport/idempotency ./transport/tenancy})
 out=$(mktemp -d)
+# A mutant that times out leaves its test binary running (gremlins stops
+# go test, not the binary it started): reap any older than twenty minutes, well past any timeout gremlins sets.
+(
+	while sleep 30; do
+		ps -eo pid=,etimes=,args= | awk '$2 > 1200 && $3 ~ /^\/tmp\/gremlins-.*\.test$/ { print $1 }' | xargs -r kill -9 2>/dev/null || true
+	done
+) &
+reaper=$!
+trap 'kill $reaper 2>/dev/null' EXIT
 for p in "${pkgs[@]}"; do
 	echo "== $p"
 	# -E /: only the package's own files (gremlins would also mutate its
