@@ -149,6 +149,10 @@ func TestInspectFindsCorruption(t *testing.T) {
 			if len(r.Problems) != 1 || r.Problems[0] != tt.want {
 				t.Fatalf("problems = %+v, want [%+v]", r.Problems, tt.want)
 			}
+			// A problem does not end the scan: the keys after it are read.
+			if len(r.Agents) != 2 || r.Agents[1].ID != "b" || r.Agents[1].LastSeq == 0 {
+				t.Fatalf("agents = %+v, want a and b read past the problem", r.Agents)
+			}
 			if err := r.Err(); !errors.Is(err, persist.ErrCorrupt) {
 				t.Fatalf("Err() = %v, want ErrCorrupt", err)
 			}
