@@ -112,15 +112,7 @@ func TestAcknowledgedWriteSurvivesACrashRightAfter(t *testing.T) {
 			if err := tc.write(s); err != nil {
 				t.Fatal(err)
 			}
-			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s, err = Open("db", Options{FS: clone})
-			if err != nil {
-				t.Fatalf("open crash clone: %v", err)
-			}
-			defer s.Close()
+			s = cutPower(t, fs, s)
 			tc.check(t, s)
 		})
 	}
@@ -159,15 +151,7 @@ func TestTornRecordDroppedOnLoadStaysDroppedAfterACrash(t *testing.T) {
 			if err := tc.after(s); err != nil {
 				t.Fatal(err)
 			}
-			clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s, err = Open("db", Options{FS: clone})
-			if err != nil {
-				t.Fatalf("open crash clone: %v", err)
-			}
-			defer s.Close()
+			s = cutPower(t, fs, s)
 			for range 2 { // the first Load may drop the torn record again
 				r, err := s.Load("agt_t")
 				if err != nil {
@@ -177,4 +161,21 @@ func TestTornRecordDroppedOnLoadStaysDroppedAfterACrash(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cutPower loses everything s wrote to fs and did not sync, as a power cut
+// would now, and returns the store reopened on what is left (closed when
+// the test ends).
+func cutPower(t *testing.T, fs *vfs.MemFS, s *Store) *Store {
+	t.Helper()
+	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened, err := Open("db", Options{FS: clone})
+	if err != nil {
+		t.Fatalf("open crash clone: %v", err)
+	}
+	t.Cleanup(func() { _ = reopened.Close() })
+	return reopened
 }
