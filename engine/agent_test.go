@@ -332,12 +332,7 @@ func buildHistory(t *testing.T) *harness {
 
 func TestReplayEqualsLiveState(t *testing.T) {
 	h := buildHistory(t)
-	replayed := NewAgent()
-	for i, ev := range h.events {
-		if err := replayed.Replay(uint64(i+1), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replayed := replayAll(t, h.events)
 	if !reflect.DeepEqual(replayed.Snapshot(), h.a.Snapshot()) {
 		t.Fatal("replayed state differs from live state")
 	}
@@ -534,4 +529,16 @@ func TestReadsOfOneRunOrVersion(t *testing.T) {
 	if _, err := h.exec(ReportReward{RunID: r1.ID, Kind: ReportExternal, Scorer: "ci", Value: &inf}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a report of +Inf: %v; want ErrInvalid", err)
 	}
+}
+
+// replayAll rebuilds an agent from events, as recovery from the log does.
+func replayAll(t *testing.T, events []Event) *Agent {
+	t.Helper()
+	a := NewAgent()
+	for i, ev := range events {
+		if err := a.Replay(uint64(i+1), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a
 }

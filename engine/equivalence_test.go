@@ -143,12 +143,7 @@ func TestLiveReplayedAndRestoredAgree(t *testing.T) {
 				want := dump(live.a, now)
 				wantProbes := probe(live.a, now)
 
-				replayed := NewAgent()
-				for i, ev := range live.events {
-					if err := replayed.Replay(uint64(i+1), ev); err != nil {
-						t.Fatal(err)
-					}
-				}
+				replayed := replayAll(t, live.events)
 				compare(t, mode+": replayed", want, wantProbes, replayed, now)
 
 				for k := 0; k <= len(sc.steps); k++ {

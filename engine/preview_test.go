@@ -286,12 +286,7 @@ func TestPreviewReadsTheHistoryAsOfItsStart(t *testing.T) {
 	got2 := p2.Result()
 	p2.Close()
 
-	then := NewAgent()
-	for i, ev := range atStart {
-		if err := then.Replay(uint64(i+1), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	then := replayAll(t, atStart)
 	want := runPreview(t, then, c, h.now, 1<<30)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("preview with interleaved writes:\n%+v\nwant\n%+v", got, want)
@@ -384,12 +379,7 @@ func TestPreviewAsOfItsStartAtTheEdges(t *testing.T) {
 			}
 			got := p.Result()
 			p.Close()
-			then := NewAgent()
-			for i, ev := range atStart {
-				if err := then.Replay(uint64(i+1), ev); err != nil {
-					t.Fatal(err)
-				}
-			}
+			then := replayAll(t, atStart)
 			if want := runPreview(t, then, c, h.now, 1<<30); !reflect.DeepEqual(got, want) {
 				t.Fatalf("preview:\n%+v\nwant, as of its start:\n%+v", got, want)
 			}
