@@ -1,0 +1,524 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// LeaseBucket is the JetStream key-value bucket that holds partition leases
+// ("partition.<p>", the owner's node id) and node heartbeats ("node.<id>").
+// Its TTL is the lease TTL: an entry not rewritten for that long expires,
+// and the expiry marker wakes every node's watcher.
+const LeaseBucket = "plaudit_leases"
+
+// Lease timing defaults: a dead owner's partitions are taken within
+// DefaultLeaseTTL plus one renewal round, well inside the 10 s the cluster
+// promises.
+const (
+	DefaultLeaseTTL = 6 * time.Second
+	// movesPerRound bounds how many partitions a node hands over or takes
+	// in one round while the cluster rebalances, so a node joining does not
+	// make every partition unavailable at once.
+	movesPerRound = 8
+)
+
+// LeaseConfig configures a node's Leases.
+type LeaseConfig struct {
+	Node       string // this node's id (ValidNode)
+	Partitions int    // the cluster's partition count
+	// TTL is the lease TTL, which must equal the bucket's (DefaultLeaseTTL);
+	// Renew is how often the owner renews (TTL/3).
+	TTL, Renew time.Duration
+	// Acquire is called when this node has taken partition p, before Owns
+	// reports it; epoch is the lease's revision, higher than any earlier
+	// owner's, for fencing the partition's log. It must return quickly (no
+	// lease is renewed meanwhile); an error hands the partition back.
+	Acquire func(p int, epoch uint64) error
+	// Release is called once Owns reports false for p: before the lease is
+	// handed over, or once it is known lost (expired, taken, or not renewed
+	// in time).
+	Release func(p int)
+	Logger  *slog.Logger
+
+	// gate, when set, is locked and unlocked at the top of every round:
+	// a test holding it pauses the node as SIGSTOP would.
+	gate *sync.Mutex
+}
+
+// Leases holds this node's partition leases: it renews them, takes free
+// partitions up to its fair share of the live nodes, and hands partitions
+// over when another node has fewer than its share.
+//
+// Ownership is safe by time as well as by revision: a lease counts as held
+// only until TTL (less a tenth, for clock-rate drift) after the renewal
+// that last succeeded was sent, which is before the bucket can expire it.
+// An owner that stops running (paused, partitioned from the cluster) thus
+// stops reporting Owns before anyone else can take the partition. The log
+// is fenced too (appends carry the epoch), for an owner paused between its
+// Owns check and its append.
+type Leases struct {
+	cfg  LeaseConfig
+	kv   jetstream.KeyValue
+	pref []int // partitions in this node's rendezvous order
+	// run tells this Leases' writes from any other's, an earlier process
+	// of the same node included: a write that timed out but landed is
+	// recognised as its own.
+	runID string
+
+	owned []atomic.Pointer[lease] // by partition; nil when not owned
+
+	wake     chan struct{}
+	stop     chan struct{} // closed by Stop or halt
+	done     chan struct{} // closed when run returns
+	stopOnce sync.Once
+	handover atomic.Bool // Stop (hand every partition over), not halt
+
+	// view is the bucket as last watched, by key; only run touches it.
+	view map[string]leaseValue
+	// owners is each partition's owner in view, for Owner.
+	owners atomic.Pointer[[]string]
+}
+
+// lease is a held partition: its epoch (the revision that acquired it), its
+// latest revision, and until when it counts as held.
+type lease struct {
+	epoch, rev uint64
+	until      time.Time
+}
+
+// leaseValue is a lease or heartbeat entry as stored.
+type leaseValue struct {
+	Node  string    `json:"node"`
+	Run   string    `json:"run"`
+	Since time.Time `json:"since"`
+	rev   uint64
+}
+
+// ErrBadConfig is returned for a LeaseConfig or cluster setting that cannot work.
+var ErrBadConfig = errors.New("cluster: bad configuration")
+
+// ValidNode reports whether id can name a node: 1 to 64 letters, digits,
+// '-' or '_' (it becomes part of a key and a subject).
+func ValidNode(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// LeaseBucketConfig is the lease bucket's configuration for a cluster of
+// replicas copies and lease TTL ttl.
+func LeaseBucketConfig(replicas int, ttl time.Duration) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:   LeaseBucket,
+		History:  1,
+		TTL:      ttl,
+		Storage:  jetstream.FileStorage,
+		Replicas: replicas,
+		// Expiry leaves a marker for this long, so watchers hear of it.
+		LimitMarkerTTL: max(ttl, time.Second),
+	}
+}
+
+// StartLeases starts holding leases for cfg.Node in kv, the lease bucket.
+func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
+	if !ValidNode(cfg.Node) {
+		return nil, fmt.Errorf("%w: node id %q (1-64 letters, digits, '-', '_')", ErrBadConfig, cfg.Node)
+	}
+	if cfg.Partitions < 1 || cfg.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("%w: %d partitions (1-%d)", ErrBadConfig, cfg.Partitions, MaxPartitions)
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultLeaseTTL
+	}
+	if cfg.Renew <= 0 {
+		cfg.Renew = cfg.TTL / 3
+	}
+	if cfg.Renew*2 > cfg.TTL {
+		return nil, fmt.Errorf("%w: renewing every %v leaves no room in a %v lease", ErrBadConfig, cfg.Renew, cfg.TTL)
+	}
+	if cfg.Acquire == nil {
+		cfg.Acquire = func(int, uint64) error { return nil }
+	}
+	if cfg.Release == nil {
+		cfg.Release = func(int) {}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	w, err := kv.WatchAll(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: watching leases: %w", err)
+	}
+	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
+		owned: make([]atomic.Pointer[lease], cfg.Partitions), wake: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{}), view: map[string]leaseValue{}}
+	// The bucket as it is now, before the first round: a node that starts
+	// must see the leases already held, or it would count itself alone.
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		l.observe(e)
+	}
+	go l.run(w)
+	return l, nil
+}
+
+// Owns reports whether this node holds partition p now, and its epoch.
+func (l *Leases) Owns(p int) (epoch uint64, ok bool) {
+	if p < 0 || p >= len(l.owned) {
+		return 0, false
+	}
+	ls := l.owned[p].Load()
+	if ls == nil || !time.Now().Before(ls.until) {
+		return 0, false
+	}
+	return ls.epoch, true
+}
+
+// Owned lists the partitions this node holds now, in order.
+func (l *Leases) Owned() []int {
+	var ps []int
+	for p := range l.owned {
+		if _, ok := l.Owns(p); ok {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Owner is the node holding partition p as last watched ("" if none). It
+// may be stale by a watch's delay: routing retries on the owner's refusal.
+func (l *Leases) Owner(p int) string {
+	// view belongs to run; owners are published for other goroutines here.
+	if o := l.owners.Load(); o != nil && p >= 0 && p < len(*o) {
+		return (*o)[p]
+	}
+	return ""
+}
+
+// Stop hands every partition over (Release, then the lease deleted so
+// another node takes it at once), removes this node's heartbeat and
+// returns once done or ctx ends.
+func (l *Leases) Stop(ctx context.Context) error {
+	l.handover.Store(true)
+	l.stopOnce.Do(func() { close(l.stop) })
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// halt stops renewing without handing anything over, as a crash would
+// (tests).
+func (l *Leases) halt() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
+}
+
+func partitionKey(p int) string { return "partition." + strconv.Itoa(p) }
+
+func nodeKey(node string) string { return "node." + node }
+
+// run is the node's lease loop: a round every Renew, and one as soon as
+// the watch shows a partition freed or a node come or gone.
+func (l *Leases) run(w jetstream.KeyWatcher) {
+	defer close(l.done)
+	defer func() { _ = w.Stop() }()
+	tick := time.NewTicker(l.cfg.Renew)
+	defer tick.Stop()
+	since := time.Now().UTC()
+	l.round(since)
+	for {
+		select {
+		case <-l.stop:
+			l.finish()
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				// The watch ended (a lost connection): keep renewing on the
+				// ticker, and watch again once it works.
+				w = l.rewatch()
+				continue
+			}
+			if e != nil && l.observe(e) {
+				l.round(since)
+			}
+		case <-tick.C:
+			l.round(since)
+		}
+	}
+}
+
+// rewatch starts a new watch, or returns one that never delivers if the
+// bucket cannot be watched now (the next round retries through the ticker).
+func (l *Leases) rewatch() jetstream.KeyWatcher {
+	w, err := l.kv.WatchAll(context.Background())
+	if err != nil {
+		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
+		return idleWatcher{}
+	}
+	return w
+}
+
+// observe applies one watched entry to the view and reports whether it
+// calls for a round now: a lease or heartbeat gone, or a node arrived.
+func (l *Leases) observe(e jetstream.KeyValueEntry) bool {
+	key := e.Key()
+	_, known := l.view[key]
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(l.view, key)
+		l.publishOwners()
+		return known
+	}
+	var v leaseValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		l.cfg.Logger.Warn("unreadable lease entry", "component", "cluster", "key", key, "err", err)
+		return false
+	}
+	v.rev = e.Revision()
+	l.view[key] = v
+	l.publishOwners()
+	return !known && strings.HasPrefix(key, "node.")
+}
+
+// publishOwners copies each partition's owner from view for Owner.
+func (l *Leases) publishOwners() {
+	o := make([]string, l.cfg.Partitions)
+	for p := range o {
+		o[p] = l.view[partitionKey(p)].Node
+	}
+	l.owners.Store(&o)
+}
+
+// idleWatcher stands in for a watch that could not be started.
+type idleWatcher struct{}
+
+func (idleWatcher) Updates() <-chan jetstream.KeyValueEntry { return nil }
+func (idleWatcher) Stop() error                             { return nil }
+
+// opTimeout bounds one bucket operation: a round must end in time to renew.
+func (l *Leases) opTimeout() time.Duration { return min(l.cfg.Renew, 2*time.Second) }
+
+func (l *Leases) value(since time.Time) []byte {
+	b, _ := json.Marshal(leaseValue{Node: l.cfg.Node, Run: l.runID, Since: since})
+	return b
+}
+
+// validity is how long after a successful write's start a lease counts as
+// held: the TTL less a tenth, for the difference between this node's clock
+// rate and the server's.
+func (l *Leases) validity() time.Duration { return l.cfg.TTL - l.cfg.TTL/10 }
+
+// round renews the heartbeat and every lease, then balances.
+func (l *Leases) round(since time.Time) {
+	if g := l.cfg.gate; g != nil {
+		g.Lock()
+		g.Unlock() //nolint:staticcheck // an empty critical section: the wait is the point
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	_, err := l.kv.Put(ctx, nodeKey(l.cfg.Node), l.value(since))
+	cancel()
+	if err != nil {
+		l.cfg.Logger.Warn("renewing the node's heartbeat", "component", "cluster", "err", err)
+	}
+	for p := range l.owned {
+		if ls := l.owned[p].Load(); ls != nil {
+			l.renew(p, ls)
+		}
+	}
+	if err == nil {
+		l.balance()
+	}
+}
+
+// renew rewrites p's lease at its revision. A lease taken or expired is
+// lost at once; one that could not be written (the cluster unreachable) is
+// kept until its validity ends, then lost.
+func (l *Leases) renew(p int, ls *lease) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
+	rev, err := l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), ls.rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		// An earlier renewal that timed out may have landed: the lease is
+		// still this run's if the latest revision is its own write (no one
+		// can take a lease between two writes of its owner).
+		if cur, ok := l.latest(ctx, p); ok && cur.Run == l.runID {
+			rev, err = l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), cur.rev)
+		}
+	}
+	switch {
+	case err == nil:
+		l.owned[p].Store(&lease{epoch: ls.epoch, rev: rev, until: start.Add(l.validity())})
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound),
+		errors.Is(err, jetstream.ErrKeyDeleted):
+		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err)
+		l.lose(p)
+	case !time.Now().Before(ls.until):
+		l.cfg.Logger.Warn("partition lease not renewed in time", "component", "cluster", "partition", p, "err", err)
+		l.lose(p)
+	default:
+		l.cfg.Logger.Warn("renewing a partition lease", "component", "cluster", "partition", p, "err", err)
+	}
+}
+
+func (l *Leases) lose(p int) {
+	l.owned[p].Store(nil)
+	l.cfg.Release(p)
+}
+
+// balance takes free partitions while this node holds fewer than its fair
+// share of the live nodes, and hands partitions over while it holds more
+// and another node holds fewer.
+func (l *Leases) balance() {
+	counts := map[string]int{}
+	for key, v := range l.view {
+		if strings.HasPrefix(key, "node.") {
+			counts[v.Node] += 0
+		}
+	}
+	counts[l.cfg.Node] += 0
+	for p := range l.cfg.Partitions {
+		if v, ok := l.view[partitionKey(p)]; ok {
+			if _, live := counts[v.Node]; live {
+				counts[v.Node]++
+			}
+		}
+	}
+	mine := len(l.Owned())
+	share := fairShare(l.cfg.Partitions, len(counts))
+	switch {
+	case mine < share:
+		moves := 0
+		for _, p := range l.pref {
+			if mine >= share || moves >= movesPerRound {
+				break
+			}
+			if l.owned[p].Load() != nil {
+				continue
+			}
+			// A lease of another node, or of an earlier run of this one,
+			// is left to expire: only the run that wrote it knows it is
+			// not still serving (paused, or cut off from the cluster).
+			v, held := l.view[partitionKey(p)]
+			if held && v.Run != l.runID {
+				continue
+			}
+			moves++
+			if l.acquire(p, v, held) {
+				mine++
+			}
+		}
+	case mine > share:
+		short := 0
+		for node, n := range counts {
+			if node != l.cfg.Node && n < share {
+				short += share - n
+			}
+		}
+		give := min(mine-share, short, movesPerRound)
+		for i := len(l.pref) - 1; i >= 0 && give > 0; i-- {
+			p := l.pref[i]
+			if ls := l.owned[p].Load(); ls != nil {
+				l.giveBack(p, ls)
+				give--
+			}
+		}
+	}
+}
+
+// latest reads p's lease as stored now.
+func (l *Leases) latest(ctx context.Context, p int) (leaseValue, bool) {
+	e, err := l.kv.Get(ctx, partitionKey(p))
+	if err != nil {
+		return leaseValue{}, false
+	}
+	var v leaseValue
+	if json.Unmarshal(e.Value(), &v) != nil {
+		return leaseValue{}, false
+	}
+	v.rev = e.Revision()
+	return v, true
+}
+
+// acquire takes partition p: by creating its lease, or, when the view shows
+// it held by this run (a Create that timed out but landed), by rewriting
+// that lease at its revision. It reports whether p is now held.
+func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
+	var (
+		rev uint64
+		err error
+	)
+	if held {
+		rev, err = l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), old.rev)
+	} else {
+		rev, err = l.kv.Create(ctx, partitionKey(p), l.value(time.Now().UTC()))
+	}
+	if err != nil {
+		// Taken first by another node, or the bucket unreachable: the
+		// watch or the next round tells which.
+		return false
+	}
+	if err := l.cfg.Acquire(p, rev); err != nil {
+		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
+		_ = l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(rev))
+		return false
+	}
+	l.owned[p].Store(&lease{epoch: rev, rev: rev, until: start.Add(l.validity())})
+	l.cfg.Logger.Info("partition taken", "component", "cluster", "partition", p, "epoch", rev)
+	return true
+}
+
+// giveBack hands p over: Owns stops reporting it, Release runs, and the
+// lease is deleted at its revision so another node can take it at once.
+func (l *Leases) giveBack(p int, ls *lease) {
+	l.lose(p)
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
+	if err := l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(ls.rev)); err != nil {
+		// It expires within the TTL instead.
+		l.cfg.Logger.Warn("handing a partition over", "component", "cluster", "partition", p, "err", err)
+		return
+	}
+	l.cfg.Logger.Info("partition handed over", "component", "cluster", "partition", p)
+}
+
+// finish ends the loop: on Stop every partition is handed over and the
+// heartbeat deleted; on halt nothing is (the leases expire).
+func (l *Leases) finish() {
+	if !l.handover.Load() {
+		return
+	}
+	for p := range l.owned {
+		if ls := l.owned[p].Load(); ls != nil {
+			l.giveBack(p, ls)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
+	_ = l.kv.Delete(ctx, nodeKey(l.cfg.Node))
+}

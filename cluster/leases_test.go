@@ -1,0 +1,276 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// testTTL is short so that expiry tests take seconds; rounds are TTL/3.
+const testTTL = 3 * time.Second
+
+// startJetStream starts a real nats-server with JetStream in a temp dir
+// and returns a connection to it.
+func startJetStream(t *testing.T) *nats.Conn {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// leaseBucket makes the lease bucket on nc's JetStream.
+func leaseBucket(t *testing.T, nc *nats.Conn) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), LeaseBucketConfig(1, testTTL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
+// node is one node's Leases with a record of its callbacks.
+type node struct {
+	*Leases
+	mu       sync.Mutex
+	acquired map[int]uint64 // epoch of each Acquire, by partition
+	released []int
+}
+
+// startNode starts node id on kv; check, when set, runs inside Acquire.
+func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, gate *sync.Mutex,
+	check func(p int, epoch uint64) error) *node {
+	t.Helper()
+	n := &node{acquired: map[int]uint64{}}
+	var err error
+	n.Leases, err = StartLeases(kv, LeaseConfig{Node: id, Partitions: partitions, TTL: testTTL, gate: gate,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
+		Acquire: func(p int, epoch uint64) error {
+			if check != nil {
+				if err := check(p, epoch); err != nil {
+					return err
+				}
+			}
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.acquired[p] = epoch
+			return nil
+		},
+		Release: func(p int) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			n.released = append(n.released, p)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Stop(ctx)
+	})
+	return n
+}
+
+func (n *node) releasedSorted() []int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Sorted(slices.Values(n.released))
+}
+
+// eventually polls cond until it holds, failing after a generous wait
+// (this is not a timing assertion: the wait only bounds a hung test).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ownsNone fails when another node's Leases reports p held now: two
+// owners at once is what leases exist to prevent.
+func ownsNone(others ...*node) func(p int, epoch uint64) error {
+	return func(p int, _ uint64) error {
+		for _, o := range others {
+			if _, ok := o.Owns(p); ok {
+				return fmt.Errorf("partition %d taken while %s still owns it", p, o.cfg.Node)
+			}
+		}
+		return nil
+	}
+}
+
+func TestTwoNodesSplitThePartitionsAndNeverShareOne(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	const parts = 16
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, "a alone owns every partition", func() bool { return len(a.Owned()) == parts })
+	var b *node
+	bReady := make(chan struct{})
+	b = startNode(t, kv, "b", parts, nil, func(p int, epoch uint64) error {
+		<-bReady
+		return ownsNone(a)(p, epoch)
+	})
+	close(bReady)
+	eventually(t, "a and b own half each", func() bool {
+		return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2
+	})
+	for p := range parts {
+		_, byA := a.Owns(p)
+		_, byB := b.Owns(p)
+		if byA == byB {
+			t.Errorf("partition %d: owned by a %v, by b %v; want exactly one", p, byA, byB)
+		}
+	}
+	// What a handed over, it released first.
+	if got, want := a.releasedSorted(), b.Owned(); !slices.Equal(got, want) {
+		t.Errorf("a released %v, want b's partitions %v", got, want)
+	}
+}
+
+func TestAStoppedNodeHandsItsPartitionsOverAtOnce(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	const parts = 8
+	a := startNode(t, kv, "a", parts, nil, nil)
+	b := startNode(t, kv, "b", parts, nil, ownsNone(a))
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+	held := b.Owned()
+	t.Logf("b released %v before Stop", b.releasedSorted())
+	before := len(b.releasedSorted())
+	if err := b.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.releasedSorted()[before:]; !slices.Equal(got, held) {
+		t.Errorf("b released %v on Stop, want %v", got, held)
+	}
+	// Stop returned with the leases deleted, not left to expire: free, or
+	// already taken by a.
+	for _, p := range held {
+		e, err := kv.Get(context.Background(), partitionKey(p))
+		if err == nil && strings.Contains(string(e.Value()), `"node":"b"`) {
+			t.Errorf("partition %d after b stopped: still b's", p)
+		} else if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			t.Errorf("partition %d after b stopped: %v", p, err)
+		}
+	}
+	if _, err := kv.Get(context.Background(), nodeKey("b")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("b's heartbeat after Stop: %v, want gone", err)
+	}
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+}
+
+func TestACrashedNodesPartitionsAreTakenOnlyOnceItsLeasesLapse(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	const parts = 8
+	var a *node
+	b := startNode(t, kv, "b", parts, nil, nil)
+	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
+	a = startNode(t, kv, "a", parts, nil, ownsNone(b))
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+	held := b.Owned()
+	releasedBefore := len(b.releasedSorted())
+	b.halt() // renewals stop; nothing is handed over
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	if got := len(b.releasedSorted()); got != releasedBefore {
+		t.Errorf("a crashed node released %d partitions", got-releasedBefore)
+	}
+	// The epochs a took b's partitions at are above any b held them at.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range held {
+		if a.acquired[p] == 0 {
+			t.Errorf("partition %d: no Acquire on a", p)
+		}
+	}
+}
+
+func TestAPausedOwnerStopsOwningBeforeAnotherNodeTakesOverAndLosesItsLeasesWhenItResumes(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	const parts = 4
+	var gate sync.Mutex
+	a := startNode(t, kv, "a", parts, &gate, nil)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	gate.Lock() // a's next round waits: a is paused, as by SIGSTOP
+	b := startNode(t, kv, "b", parts, nil, ownsNone(a))
+	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
+	if got := a.Owned(); len(got) != 0 {
+		t.Errorf("paused a still owns %v", got)
+	}
+	gate.Unlock()
+	// a's first round after the pause finds every lease taken.
+	eventually(t, "a released every partition", func() bool { return len(a.releasedSorted()) >= parts })
+	if got := a.releasedSorted()[:parts]; !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("a released %v, want every partition once", got)
+	}
+	// Then the two split them again, never sharing one.
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+}
+
+func TestAFailedAcquireHandsThePartitionBack(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	a := startNode(t, kv, "a", 2, nil, func(p int, _ uint64) error {
+		if p == 0 {
+			return errors.New("cannot restore")
+		}
+		return nil
+	})
+	eventually(t, "a owns partition 1", func() bool { _, ok := a.Owns(1); return ok })
+	// b's share is one partition: it can only get 0 if a gave it back.
+	b := startNode(t, kv, "b", 2, nil, ownsNone(a))
+	eventually(t, "b owns partition 0", func() bool { _, ok := b.Owns(0); return ok })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.acquired[0]; ok {
+		t.Error("a recorded partition 0 although its Acquire failed")
+	}
+}
+
+func TestStartLeasesRefusesWhatCannotWork(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	for _, tc := range []struct {
+		name string
+		cfg  LeaseConfig
+	}{
+		{"empty node id", LeaseConfig{Partitions: 4}},
+		{"node id with a dot", LeaseConfig{Node: "a.b", Partitions: 4}},
+		{"no partitions", LeaseConfig{Node: "a"}},
+		{"too many partitions", LeaseConfig{Node: "a", Partitions: MaxPartitions + 1}},
+		{"renewal slower than half the TTL", LeaseConfig{Node: "a", Partitions: 4, TTL: time.Second, Renew: 600 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := StartLeases(kv, tc.cfg); !errors.Is(err, ErrBadConfig) {
+				t.Errorf("StartLeases: %v, want ErrBadConfig", err)
+			}
+		})
+	}
+}
