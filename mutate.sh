@@ -12,11 +12,16 @@ gremlins=(go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0)
 export GOFLAGS=-count=1
 pkgs=(${MUTATE_PKGS:-./engine ./engine/objective ./engine/judge ./engine/field ./engine/id ./persist/pebblelog ./actors ./transport/idempotency ./transport/tenancy})
 out=$(mktemp -d)
-# A mutant that times out leaves its test binary running (gremlins stops
-# go test, not the binary it started): reap any older than twenty minutes, well past any timeout gremlins sets.
+# A mutant that times out can leave its test binary running, even past its
+# own -test.timeout (one grew to 21 GB in three minutes): reap any that has
+# run three times its timeout plus half a minute, or holds over 4 GB.
 (
-	while sleep 30; do
-		ps -eo pid=,etimes=,args= | awk '$2 > 1200 && $3 ~ /^\/tmp\/gremlins-.*\.test$/ { print $1 }' | xargs -r kill -9 2>/dev/null || true
+	while sleep 10; do
+		ps -eo pid=,etimes=,rss=,args= | awk '$4 ~ /^\/tmp\/gremlins-.*\.test$/ {
+			limit = 1200
+			for (i = 5; i <= NF; i++) if ($i ~ /^-test\.timeout=/) { t = substr($i, 15); sub(/s$/, "", t); if (t ~ /^[0-9.]+$/) limit = 3 * t + 30 }
+			if ($2 > limit || $3 > 4194304) print $1
+		}' | xargs -r kill -9 2>/dev/null || true
 	done
 ) &
 reaper=$!
