@@ -16,7 +16,9 @@
 //     $SRV.INFO[.plaudit] (only this code imports them, each import
 //     narrowed to one workspace), and imports each connection account's
 //     judge subjects under a subject of that account's own,
-//     plaudit.judgeconn.<n>.>;
+//     plaudit.judgeconn.<n>.>, where n is a tag random to the server and a
+//     counter (servers of a cluster share accounts by name, so no two may
+//     use the same n);
 //   - every client connection has an account of its own, a connection
 //     account named <ws>-c<n> (never a workspace id, never the service
 //     account). It imports from the service account plaudit.v1.<ws>.> of

@@ -1,6 +1,7 @@
 package natsdoor
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -49,6 +50,11 @@ type Embedded struct {
 	auth KeyAuth
 	kp   nkeys.KeyPair // Plaudit's own user; the seed never leaves memory
 	pub  string
+	// tag makes this server's connection account names its own: servers
+	// joined in a cluster (Cluster) share accounts by name, and two
+	// servers' "<ws>-c1", one for each of two keys, would be one account,
+	// each key's connection receiving the other's judge requests.
+	tag string
 	// reuseDelay: a connection account handed out less than this long ago
 	// is not handed out again (DefaultReuseDelay); now is the clock (tests
 	// replace it).
@@ -101,7 +107,7 @@ func NewEmbedded(auth KeyAuth) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsdoor: service nkey: %w", err)
 	}
-	return &Embedded{auth: auth, kp: kp, pub: pub, reuseDelay: DefaultReuseDelay, now: time.Now,
+	return &Embedded{auth: auth, kp: kp, pub: pub, tag: strings.ToLower(rand.Text()[:8]), reuseDelay: DefaultReuseDelay, now: time.Now,
 		accounts: map[string]*connAccount{}, pools: map[poolKey][]*connAccount{}, judges: map[string]*judgeRing{}}, nil
 }
 
@@ -166,6 +172,14 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 	if !s.ReadyForConnections(10 * time.Second) {
 		s.Shutdown()
 		return nil, errors.New("natsdoor: embedded nats not ready after 10s")
+	}
+	// JetStream (Cluster.Apply) is for Plaudit's own use: the service
+	// account's, never a tenant's.
+	if opts.JetStream {
+		if err := svc.EnableJetStream(nil, nil); err != nil {
+			s.Shutdown()
+			return nil, fmt.Errorf("natsdoor: JetStream for the service account: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -384,7 +398,7 @@ func (e *Embedded) connAccountLocked(ws, keyID string) (*connAccount, error) {
 		}
 	}
 	e.seq++
-	n := strconv.FormatUint(e.seq, 10)
+	n := e.tag + strconv.FormatUint(e.seq, 10)
 	// The name is never a workspace id's account: no account is named by
 	// a workspace id, and <ws>-c<n> is unique (n is, and the last "-c"
 	// splits it back). RegisterAccount fails if the name exists: an
