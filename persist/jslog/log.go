@@ -1,0 +1,233 @@
+// Package jslog keeps a Plaudit cluster's event log on NATS JetStream: one
+// replicated stream per partition, written only by the partition's owner
+// and fenced against any other writer.
+//
+// # Layout
+//
+// Partition p's stream is PLAUDIT_LOG_<p>, with subjects plaudit.log.<p>.>.
+// Each message is one persist.Batch of one agent, on plaudit.log.<p>.<agent>
+// (record.go has its body); fences are on plaudit.log.<p>._fence, their body
+// the owner's epoch as 8 bytes big-endian.
+//
+// # Fencing
+//
+// Every write carries JetStream's expected last sequence of the stream: the
+// sequence of the writer's own previous write. An owner starts writing by
+// fencing (Fence): it appends a fence record with its epoch after the
+// stream's last message, unless a fence of a higher epoch is already there.
+// From then on the writes of any earlier owner fail (the stream's last
+// sequence is no longer theirs), and the new owner reads every agent it
+// loads from the log after its fence, so it sees every write that was
+// acknowledged before. A write that fails this way fences the Log for good:
+// its owner must give the partition up.
+package jslog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// ErrFenced is returned by writes to a Log that another writer has fenced
+// off (a newer owner of the partition), and by Fence when a newer owner's
+// fence is already in the log.
+var ErrFenced = errors.New("jslog: fenced by a newer owner")
+
+// Config is a partition log's stream settings.
+type Config struct {
+	Replicas int // copies of the stream (3 in a cluster of three or more)
+	// Duplicates is JetStream's deduplication window: a write retried
+	// within it (same agent and first sequence) is stored once (2m).
+	Duplicates time.Duration
+}
+
+// StreamName is the stream of partition p.
+func StreamName(p int) string { return "PLAUDIT_LOG_" + strconv.Itoa(p) }
+
+func subjectPrefix(p int) string { return "plaudit.log." + strconv.Itoa(p) + "." }
+
+// fenceToken is the last subject token of fence records; no agent id may
+// take it (ValidAgent refuses a leading '_').
+const fenceToken = "_fence"
+
+// Log is the event log of one partition, as its current owner writes it.
+// Its methods are safe for concurrent use; writes go out one at a time, in
+// the order they are made.
+type Log struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	p      int
+	prefix string
+
+	mu     sync.Mutex
+	last   uint64 // the stream's last sequence: this Log's own last write
+	epoch  uint64 // 0 until Fence
+	fenced error  // set once a write found another writer's message
+}
+
+// Open creates or updates partition p's stream and returns its Log, which
+// must Fence before it writes.
+func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log, error) {
+	if cfg.Duplicates <= 0 {
+		cfg.Duplicates = 2 * time.Minute
+	}
+	prefix := subjectPrefix(p)
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        StreamName(p),
+		Subjects:    []string{prefix + ">"},
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(cfg.Replicas, 1),
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  cfg.Duplicates,
+		AllowDirect: true,
+		DenyDelete:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jslog: partition %d stream: %w", p, err)
+	}
+	return &Log{js: js, stream: s, p: p, prefix: prefix}, nil
+}
+
+// ValidAgent reports whether id can be an agent of a Log: a subject token
+// of letters, digits, '-' and '_' not starting with '_'.
+func ValidAgent(id string) bool {
+	if id == "" || id[0] == '_' {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Fence makes this Log the partition's only writer, for an owner of the
+// given epoch: it appends a fence record after the stream's last message.
+// If the last fence in the stream has a higher epoch, it returns ErrFenced
+// (this owner was deposed before it began).
+func (l *Log) Fence(ctx context.Context, epoch uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		info, err := l.stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("jslog: partition %d: %w", l.p, err)
+		}
+		last := info.State.LastSeq
+		if prev, err := l.lastFence(ctx); err != nil {
+			return err
+		} else if prev > epoch {
+			return fmt.Errorf("%w: partition %d has a fence of epoch %d, above %d", ErrFenced, l.p, prev, epoch)
+		}
+		body := binary.BigEndian.AppendUint64(nil, epoch)
+		ack, err := l.js.Publish(ctx, l.prefix+fenceToken, body, jetstream.WithExpectLastSequence(last),
+			jetstream.WithExpectStream(StreamName(l.p)))
+		if isWrongLastSeq(err) {
+			continue // a write landed meanwhile: look again
+		}
+		if err != nil {
+			return fmt.Errorf("jslog: partition %d fence: %w", l.p, err)
+		}
+		l.last, l.epoch, l.fenced = ack.Sequence, epoch, nil
+		return nil
+	}
+}
+
+// lastFence is the epoch of the stream's last fence record (0 if none).
+func (l *Log) lastFence(ctx context.Context) (uint64, error) {
+	m, err := l.stream.GetLastMsgForSubject(ctx, l.prefix+fenceToken)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("jslog: partition %d last fence: %w", l.p, err)
+	}
+	if len(m.Data) != 8 {
+		return 0, fmt.Errorf("%w: partition %d fence at %d: %d bytes", persist.ErrCorrupt, l.p, m.Sequence, len(m.Data))
+	}
+	return binary.BigEndian.Uint64(m.Data), nil
+}
+
+// Append writes b as the next message of the stream and returns once
+// JetStream has stored it on a majority of the stream's replicas (each
+// synced when the servers run with SyncAlways, as Plaudit's do). It fails
+// with ErrFenced if any other writer wrote since this Log's last write.
+func (l *Log) Append(ctx context.Context, b persist.Batch) error {
+	if !ValidAgent(b.Agent) || b.First == 0 || len(b.Events) == 0 {
+		return fmt.Errorf("%w: batch for agent %q at %d with %d events", persist.ErrInvalid, b.Agent, b.First, len(b.Events))
+	}
+	body := encodeBatch(b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epoch == 0 {
+		return fmt.Errorf("jslog: partition %d: Append before Fence", l.p)
+	}
+	if l.fenced != nil {
+		return l.fenced
+	}
+	// The message id tells this batch apart from any other write, should
+	// its ack be lost and the caller retry it.
+	id := b.Agent + ":" + strconv.FormatUint(b.First, 10)
+	ack, err := l.js.Publish(ctx, l.prefix+b.Agent, body, jetstream.WithExpectLastSequence(l.last),
+		jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(l.p)))
+	if isWrongLastSeq(err) {
+		// The message after this Log's last write is either this very
+		// batch, stored by an attempt whose ack was lost (JetStream checks
+		// the expected sequence before the id), or another writer's.
+		if m, gerr := l.stream.GetMsg(ctx, l.last+1); gerr == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
+			l.last = m.Sequence
+			return nil
+		}
+		l.fenced = fmt.Errorf("%w: partition %d: another writer appended after %d", ErrFenced, l.p, l.last)
+		return l.fenced
+	}
+	if err != nil {
+		return fmt.Errorf("jslog: partition %d append: %w", l.p, err)
+	}
+	l.last = ack.Sequence
+	return nil
+}
+
+// Tail returns agent's batches stored after stream sequence after, in
+// order, with the stream sequence of the last one (after if none).
+func (l *Log) Tail(ctx context.Context, agent string, after uint64) ([]persist.Batch, uint64, error) {
+	if !ValidAgent(agent) {
+		return nil, after, fmt.Errorf("%w: agent %q", persist.ErrInvalid, agent)
+	}
+	var out []persist.Batch
+	last := after
+	for {
+		m, err := l.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(l.prefix+agent))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out, last, nil
+		}
+		if err != nil {
+			return nil, after, fmt.Errorf("jslog: partition %d agent %s after %d: %w", l.p, agent, last, err)
+		}
+		b, err := decodeBatch(agent, m.Data)
+		if err != nil {
+			return nil, after, fmt.Errorf("agent %s: stream sequence %d: %w", agent, m.Sequence, err)
+		}
+		out = append(out, b)
+		last = m.Sequence
+	}
+}
+
+// isWrongLastSeq reports whether err is JetStream's refusal of an expected
+// last sequence.
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

@@ -1,0 +1,188 @@
+package jslog
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// startJetStream starts a real nats-server with JetStream in a temp dir.
+func startJetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true, SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func openLog(t *testing.T, js jetstream.JetStream, p int, epoch uint64) *Log {
+	t.Helper()
+	l, err := Open(context.Background(), js, p, Config{Replicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Fence(context.Background(), epoch); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func batch(agent string, first uint64, events ...string) persist.Batch {
+	b := persist.Batch{Agent: agent, First: first}
+	for _, e := range events {
+		b.Events = append(b.Events, []byte(e))
+	}
+	return b
+}
+
+func mustAppend(t *testing.T, l *Log, b persist.Batch) {
+	t.Helper()
+	if err := l.Append(context.Background(), b); err != nil {
+		t.Fatalf("Append %s@%d: %v", b.Agent, b.First, err)
+	}
+}
+
+func tail(t *testing.T, l *Log, agent string, after uint64) ([]persist.Batch, uint64) {
+	t.Helper()
+	bs, last, err := l.Tail(context.Background(), agent, after)
+	if err != nil {
+		t.Fatalf("Tail %s after %d: %v", agent, after, err)
+	}
+	return bs, last
+}
+
+func TestAnAgentsTailHoldsItsBatchesInOrderAndNoOtherAgents(t *testing.T) {
+	js := startJetStream(t)
+	l := openLog(t, js, 3, 1)
+	withIndex := batch("agt_a", 1, "e1", "")
+	withIndex.Index = []persist.KV{{Key: []byte("run/r1"), Value: []byte("agt_a")}, {Key: []byte("gone")},
+		{Key: []byte("empty"), Value: []byte{}}}
+	mustAppend(t, l, withIndex)
+	mustAppend(t, l, batch("agt_b", 1, "b1"))
+	mustAppend(t, l, batch("agt_a", 3, "e3"))
+	mustAppend(t, l, batch("agt_a-2", 1, "other agent, a longer id"))
+
+	got, last := tail(t, l, "agt_a", 0)
+	want := []persist.Batch{withIndex, batch("agt_a", 3, "e3")}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("tail of agt_a:\n got %+v\nwant %+v", got, want)
+	}
+	// After the first batch's stream sequence, only the second.
+	rest, last2 := tail(t, l, "agt_a", last-2)
+	if len(rest) != 1 || rest[0].First != 3 || last2 != last {
+		t.Errorf("tail after %d: %+v (last %d), want the batch at 3 (last %d)", last-2, rest, last2, last)
+	}
+	if none, at := tail(t, l, "agt_a", last); len(none) != 0 || at != last {
+		t.Errorf("tail after the last: %+v at %d", none, at)
+	}
+	if none, at := tail(t, l, "agt_unknown", 0); len(none) != 0 || at != 0 {
+		t.Errorf("tail of an agent with no writes: %+v at %d", none, at)
+	}
+}
+
+func TestANewOwnersFenceFailsEveryLaterAppendOfTheOldOwner(t *testing.T) {
+	js := startJetStream(t)
+	old := openLog(t, js, 0, 1)
+	mustAppend(t, old, batch("agt_a", 1, "acked by the old owner"))
+	next := openLog(t, js, 0, 2)
+	for i, b := range []persist.Batch{batch("agt_a", 2, "late"), batch("agt_z", 1, "late, another agent")} {
+		if err := old.Append(context.Background(), b); !errors.Is(err, ErrFenced) {
+			t.Fatalf("old owner's append %d after the new fence: %v, want ErrFenced", i, err)
+		}
+	}
+	// The new owner reads what the old one acknowledged, and nothing else.
+	got, _ := tail(t, next, "agt_a", 0)
+	if len(got) != 1 || string(got[0].Events[0]) != "acked by the old owner" {
+		t.Fatalf("new owner's tail: %+v", got)
+	}
+	if z, _ := tail(t, next, "agt_z", 0); len(z) != 0 {
+		t.Fatalf("a refused append is in the log: %+v", z)
+	}
+	mustAppend(t, next, batch("agt_a", 2, "by the new owner"))
+}
+
+func TestAnOwnerDeposedBeforeItFencedCannotFence(t *testing.T) {
+	js := startJetStream(t)
+	openLog(t, js, 0, 5)
+	late, err := Open(context.Background(), js, 0, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Fence(context.Background(), 4); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fence of epoch 4 after 5: %v, want ErrFenced", err)
+	}
+	if err := late.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
+		t.Fatal("a Log whose fence failed appended")
+	}
+}
+
+func TestAnAppendRetriedAfterALostAckIsStoredOnce(t *testing.T) {
+	js := startJetStream(t)
+	l := openLog(t, js, 0, 1)
+	before := l.last
+	b := batch("agt_a", 1, "once")
+	mustAppend(t, l, b)
+	l.last = before // as if the ack never arrived: the caller retries
+	mustAppend(t, l, b)
+	mustAppend(t, l, batch("agt_a", 2, "next"))
+	got, _ := tail(t, l, "agt_a", 0)
+	if len(got) != 2 || got[0].First != 1 || got[1].First != 2 {
+		t.Fatalf("tail: %+v, want the batches at 1 and 2 once each", got)
+	}
+	// A retry once a new owner has fenced: the batch was stored before the
+	// fence (the new owner reads it), so the retry is answered; the next
+	// write is not.
+	next := openLog(t, js, 0, 2)
+	l.last = before
+	if err := l.Append(context.Background(), b); err != nil {
+		t.Fatalf("retry of a batch stored before the fence: %v", err)
+	}
+	if err := l.Append(context.Background(), batch("agt_a", 3, "late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("append after the fence: %v, want ErrFenced", err)
+	}
+	if got, _ := tail(t, next, "agt_a", 0); len(got) != 2 {
+		t.Fatalf("new owner's tail: %+v, want the two batches stored before its fence", got)
+	}
+}
+
+func TestAppendRefusesWhatTheLogCannotHold(t *testing.T) {
+	js := startJetStream(t)
+	unfenced, err := Open(context.Background(), js, 0, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unfenced.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
+		t.Error("Append before Fence succeeded")
+	}
+	l := openLog(t, js, 1, 1)
+	for _, b := range []persist.Batch{batch("", 1, "x"), batch("_fence", 1, "x"), batch("a.b", 1, "x"),
+		batch("a>", 1, "x"), batch("agt_a", 0, "x"), batch("agt_a", 1)} {
+		if err := l.Append(context.Background(), b); !errors.Is(err, persist.ErrInvalid) {
+			t.Errorf("Append %q@%d with %d events: %v, want ErrInvalid", b.Agent, b.First, len(b.Events), err)
+		}
+	}
+}
