@@ -57,7 +57,7 @@ func TestAnOwnerPausedPastItsLeaseCannotAppendAfterTheNewOwnerFenced(t *testing.
 	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
 	ctx := context.Background()
 	acked := persist.Batch{Agent: "agt_1", First: 1, Events: [][]byte{[]byte("acked before the pause")}}
-	if err := aLogs.log(0).Append(ctx, acked); err != nil {
+	if _, err := aLogs.log(0).Append(ctx, acked); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,11 +73,11 @@ func TestAnOwnerPausedPastItsLeaseCannotAppendAfterTheNewOwnerFenced(t *testing.
 
 	// a resumes mid-request: it had checked Owns before the pause.
 	late := persist.Batch{Agent: "agt_1", First: 2, Events: [][]byte{[]byte("after the lease was lost")}}
-	if err := aLogs.log(0).Append(ctx, late); !errors.Is(err, jslog.ErrFenced) {
+	if _, err := aLogs.log(0).Append(ctx, late); !errors.Is(err, jslog.ErrFenced) {
 		t.Fatalf("the deposed owner's append: %v, want ErrFenced", err)
 	}
 	gate.Unlock()
-	got, _, err := bLogs.log(0).Tail(ctx, "agt_1", 0)
+	got, err := bLogs.log(0).Tail(ctx, "agt_1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

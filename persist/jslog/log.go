@@ -159,68 +159,83 @@ func (l *Log) lastFence(ctx context.Context) (uint64, error) {
 	return binary.BigEndian.Uint64(m.Data), nil
 }
 
-// Append writes b as the next message of the stream and returns once
-// JetStream has stored it on a majority of the stream's replicas (each
-// synced when the servers run with SyncAlways, as Plaudit's do). It fails
-// with ErrFenced if any other writer wrote since this Log's last write.
-func (l *Log) Append(ctx context.Context, b persist.Batch) error {
-	if !ValidAgent(b.Agent) || b.First == 0 || len(b.Events) == 0 {
-		return fmt.Errorf("%w: batch for agent %q at %d with %d events", persist.ErrInvalid, b.Agent, b.First, len(b.Events))
+// Append writes b as the next message of the stream and returns its stream
+// sequence once JetStream has stored it on a majority of the stream's
+// replicas (each synced when the servers run with SyncAlways, as Plaudit's
+// do). It fails with ErrFenced if any other writer wrote since this Log's
+// last write.
+func (l *Log) Append(ctx context.Context, b persist.Batch) (uint64, error) {
+	if !ValidAgent(b.Agent) || b.First == 0 || len(b.Events) == 0 || b.First+uint64(len(b.Events))-1 < b.First {
+		return 0, fmt.Errorf("%w: batch for agent %q at %d with %d events", persist.ErrInvalid, b.Agent, b.First, len(b.Events))
 	}
-	body := encodeBatch(b)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.epoch == 0 {
-		return fmt.Errorf("jslog: partition %d: Append before Fence", l.p)
-	}
-	if l.fenced != nil {
-		return l.fenced
+	for _, kv := range b.Index {
+		if len(kv.Key) == 0 {
+			return 0, fmt.Errorf("%w: batch for agent %q: an index write without a key", persist.ErrInvalid, b.Agent)
+		}
 	}
 	// The message id tells this batch apart from any other write, should
 	// its ack be lost and the caller retry it.
-	id := b.Agent + ":" + strconv.FormatUint(b.First, 10)
-	ack, err := l.js.Publish(ctx, l.prefix+b.Agent, body, jetstream.WithExpectLastSequence(l.last),
+	return l.publish(ctx, l.prefix+b.Agent, b.Agent+":"+strconv.FormatUint(b.First, 10), encodeBatch(b))
+}
+
+// publish writes one message after this Log's last write.
+func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.epoch == 0 {
+		return 0, fmt.Errorf("jslog: partition %d: write before Fence", l.p)
+	}
+	if l.fenced != nil {
+		return 0, l.fenced
+	}
+	ack, err := l.js.Publish(ctx, subject, body, jetstream.WithExpectLastSequence(l.last),
 		jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(l.p)))
 	if isWrongLastSeq(err) {
 		// The message after this Log's last write is either this very
-		// batch, stored by an attempt whose ack was lost (JetStream checks
+		// one, stored by an attempt whose ack was lost (JetStream checks
 		// the expected sequence before the id), or another writer's.
-		if m, gerr := l.stream.GetMsg(ctx, l.last+1); gerr == nil && m.Header.Get(jetstream.MsgIDHeader) == id {
+		if m, gerr := l.stream.GetMsg(ctx, l.last+1); gerr == nil && m.Subject == subject &&
+			m.Header.Get(jetstream.MsgIDHeader) == id {
 			l.last = m.Sequence
-			return nil
+			return m.Sequence, nil
 		}
-		l.fenced = fmt.Errorf("%w: partition %d: another writer appended after %d", ErrFenced, l.p, l.last)
-		return l.fenced
+		l.fenced = fmt.Errorf("%w: partition %d: another writer wrote after %d", ErrFenced, l.p, l.last)
+		return 0, l.fenced
 	}
 	if err != nil {
-		return fmt.Errorf("jslog: partition %d append: %w", l.p, err)
+		return 0, fmt.Errorf("jslog: partition %d: %w", l.p, err)
 	}
 	l.last = ack.Sequence
-	return nil
+	return ack.Sequence, nil
+}
+
+// Stored is a batch as the stream holds it: with its stream sequence.
+type Stored struct {
+	persist.Batch
+	Seq uint64
 }
 
 // Tail returns agent's batches stored after stream sequence after, in
-// order, with the stream sequence of the last one (after if none).
-func (l *Log) Tail(ctx context.Context, agent string, after uint64) ([]persist.Batch, uint64, error) {
+// order.
+func (l *Log) Tail(ctx context.Context, agent string, after uint64) ([]Stored, error) {
 	if !ValidAgent(agent) {
-		return nil, after, fmt.Errorf("%w: agent %q", persist.ErrInvalid, agent)
+		return nil, fmt.Errorf("%w: agent %q", persist.ErrInvalid, agent)
 	}
-	var out []persist.Batch
-	last := after
-	for {
-		m, err := l.stream.GetMsg(ctx, last+1, jetstream.WithGetMsgSubject(l.prefix+agent))
+	var out []Stored
+	for next := after + 1; ; {
+		m, err := l.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(l.prefix+agent))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return out, last, nil
+			return out, nil
 		}
 		if err != nil {
-			return nil, after, fmt.Errorf("jslog: partition %d agent %s after %d: %w", l.p, agent, last, err)
+			return nil, fmt.Errorf("jslog: partition %d agent %s from %d: %w", l.p, agent, next, err)
 		}
 		b, err := decodeBatch(agent, m.Data)
 		if err != nil {
-			return nil, after, fmt.Errorf("agent %s: stream sequence %d: %w", agent, m.Sequence, err)
+			return nil, fmt.Errorf("agent %s: stream sequence %d: %w", agent, m.Sequence, err)
 		}
-		out = append(out, b)
-		last = m.Sequence
+		out = append(out, Stored{Batch: b, Seq: m.Sequence})
+		next = m.Sequence + 1
 	}
 }
 

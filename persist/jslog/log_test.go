@@ -61,16 +61,22 @@ func batch(agent string, first uint64, events ...string) persist.Batch {
 
 func mustAppend(t *testing.T, l *Log, b persist.Batch) {
 	t.Helper()
-	if err := l.Append(context.Background(), b); err != nil {
+	if _, err := l.Append(context.Background(), b); err != nil {
 		t.Fatalf("Append %s@%d: %v", b.Agent, b.First, err)
 	}
 }
 
 func tail(t *testing.T, l *Log, agent string, after uint64) ([]persist.Batch, uint64) {
 	t.Helper()
-	bs, last, err := l.Tail(context.Background(), agent, after)
+	ss, err := l.Tail(context.Background(), agent, after)
 	if err != nil {
 		t.Fatalf("Tail %s after %d: %v", agent, after, err)
+	}
+	var bs []persist.Batch
+	last := after
+	for _, s := range ss {
+		bs = append(bs, s.Batch)
+		last = s.Seq
 	}
 	return bs, last
 }
@@ -110,7 +116,7 @@ func TestANewOwnersFenceFailsEveryLaterAppendOfTheOldOwner(t *testing.T) {
 	mustAppend(t, old, batch("agt_a", 1, "acked by the old owner"))
 	next := openLog(t, js, 0, 2)
 	for i, b := range []persist.Batch{batch("agt_a", 2, "late"), batch("agt_z", 1, "late, another agent")} {
-		if err := old.Append(context.Background(), b); !errors.Is(err, ErrFenced) {
+		if _, err := old.Append(context.Background(), b); !errors.Is(err, ErrFenced) {
 			t.Fatalf("old owner's append %d after the new fence: %v, want ErrFenced", i, err)
 		}
 	}
@@ -135,7 +141,7 @@ func TestAnOwnerDeposedBeforeItFencedCannotFence(t *testing.T) {
 	if err := late.Fence(context.Background(), 4); !errors.Is(err, ErrFenced) {
 		t.Fatalf("fence of epoch 4 after 5: %v, want ErrFenced", err)
 	}
-	if err := late.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
+	if _, err := late.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
 		t.Fatal("a Log whose fence failed appended")
 	}
 }
@@ -158,10 +164,10 @@ func TestAnAppendRetriedAfterALostAckIsStoredOnce(t *testing.T) {
 	// write is not.
 	next := openLog(t, js, 0, 2)
 	l.last = before
-	if err := l.Append(context.Background(), b); err != nil {
+	if _, err := l.Append(context.Background(), b); err != nil {
 		t.Fatalf("retry of a batch stored before the fence: %v", err)
 	}
-	if err := l.Append(context.Background(), batch("agt_a", 3, "late")); !errors.Is(err, ErrFenced) {
+	if _, err := l.Append(context.Background(), batch("agt_a", 3, "late")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("append after the fence: %v, want ErrFenced", err)
 	}
 	if got, _ := tail(t, next, "agt_a", 0); len(got) != 2 {
@@ -175,13 +181,13 @@ func TestAppendRefusesWhatTheLogCannotHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unfenced.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
+	if _, err := unfenced.Append(context.Background(), batch("agt_a", 1, "x")); err == nil {
 		t.Error("Append before Fence succeeded")
 	}
 	l := openLog(t, js, 1, 1)
 	for _, b := range []persist.Batch{batch("", 1, "x"), batch("_fence", 1, "x"), batch("a.b", 1, "x"),
 		batch("a>", 1, "x"), batch("agt_a", 0, "x"), batch("agt_a", 1)} {
-		if err := l.Append(context.Background(), b); !errors.Is(err, persist.ErrInvalid) {
+		if _, err := l.Append(context.Background(), b); !errors.Is(err, persist.ErrInvalid) {
 			t.Errorf("Append %q@%d with %d events: %v, want ErrInvalid", b.Agent, b.First, len(b.Events), err)
 		}
 	}

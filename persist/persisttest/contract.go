@@ -17,6 +17,33 @@ import (
 	"github.com/plaudit/plaudit/persist"
 )
 
+// AgentLog is the agent half of persist.Store: what an agent actor writes
+// and recovers.
+type AgentLog interface {
+	Append(b persist.Batch) error
+	SaveSnapshot(agent string, seq uint64, state []byte) error
+	Load(agent string) (persist.Recovered, error)
+}
+
+// agentLogTests is the part of the contract an AgentLog must pass alone.
+var agentLogTests = []struct {
+	name string
+	fn   func(t *testing.T, s AgentLog)
+}{
+	{"AppendLoadRoundTrip", testRoundTrip},
+	{"MultipleBatches", testMultipleBatches},
+	{"AppendCopiesCallerBuffers", testAppendCopies},
+	{"SnapshotThenTail", testSnapshotThenTail},
+	{"SnapshotAtLastSeq", testSnapshotAtLastSeq},
+	{"StaleSnapshotIgnored", testStaleSnapshot},
+	{"SameSeqSnapshotReplaces", testSameSeqSnapshot},
+	{"LogEndsAtLargestSeq", testLastSeqAtMax},
+	{"UnknownAgentIsZero", testUnknownAgent},
+	{"AgentsAreIsolated", testAgentsIsolated},
+	{"InvalidArguments", testInvalid},
+	{"ConcurrentAgents", testConcurrentAgents},
+}
+
 // RunContract runs the contract as subtests. open must return a fresh, empty
 // store; RunContract closes it when the subtest ends.
 func RunContract(t *testing.T, open func(t *testing.T) persist.Store) {
@@ -24,24 +51,19 @@ func RunContract(t *testing.T, open func(t *testing.T) persist.Store) {
 		name string
 		fn   func(t *testing.T, s persist.Store)
 	}{
-		{"AppendLoadRoundTrip", testRoundTrip},
-		{"MultipleBatches", testMultipleBatches},
-		{"AppendCopiesCallerBuffers", testAppendCopies},
-		{"SnapshotThenTail", testSnapshotThenTail},
-		{"SnapshotAtLastSeq", testSnapshotAtLastSeq},
-		{"StaleSnapshotIgnored", testStaleSnapshot},
-		{"SameSeqSnapshotReplaces", testSameSeqSnapshot},
-		{"LogEndsAtLargestSeq", testLastSeqAtMax},
-		{"UnknownAgentIsZero", testUnknownAgent},
-		{"AgentsAreIsolated", testAgentsIsolated},
-		{"InvalidArguments", testInvalid},
+		{"InvalidDirectoryArguments", testInvalidDirectory},
 		{"Directory", testDirectory},
 		{"DirectoryIsolatedFromLogs", testDirectoryIsolation},
 		{"IndexCommittedWithEvents", testIndex},
 		{"ScanStopsOnError", testScanError},
 		{"DeleteRange", testDeleteRange},
-		{"ConcurrentAgents", testConcurrentAgents},
 		{"CloseThenErrClosed", testClose},
+	}
+	for _, tc := range agentLogTests {
+		tests = append(tests, struct {
+			name string
+			fn   func(t *testing.T, s persist.Store)
+		}{tc.name, func(t *testing.T, s persist.Store) { tc.fn(t, s) }})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +71,15 @@ func RunContract(t *testing.T, open func(t *testing.T) persist.Store) {
 			t.Cleanup(func() { _ = s.Close() }) // ErrClosed if the test closed it
 			tc.fn(t, s)
 		})
+	}
+}
+
+// RunAgentLogContract runs the agent half of the contract as subtests.
+// open must return a fresh, empty AgentLog, and close it in t.Cleanup if
+// it needs closing.
+func RunAgentLogContract(t *testing.T, open func(t *testing.T) AgentLog) {
+	for _, tc := range agentLogTests {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
 }
 
@@ -61,14 +92,14 @@ func Events(agent string, first uint64, n int) [][]byte {
 	return out
 }
 
-func mustAppend(t *testing.T, s persist.Store, agent string, first uint64, evs [][]byte) {
+func mustAppend(t *testing.T, s AgentLog, agent string, first uint64, evs [][]byte) {
 	t.Helper()
 	if err := s.Append(persist.Batch{Agent: agent, First: first, Events: evs}); err != nil {
 		t.Fatalf("Append(%s, %d): %v", agent, first, err)
 	}
 }
 
-func mustLoad(t *testing.T, s persist.Store, agent string) persist.Recovered {
+func mustLoad(t *testing.T, s AgentLog, agent string) persist.Recovered {
 	t.Helper()
 	r, err := s.Load(agent)
 	if err != nil {
@@ -90,7 +121,7 @@ func CheckTail(t *testing.T, agent string, got, want [][]byte) {
 	}
 }
 
-func testRoundTrip(t *testing.T, s persist.Store) {
+func testRoundTrip(t *testing.T, s AgentLog) {
 	evs := [][]byte{[]byte("one"), {}, bytes.Repeat([]byte{0xff}, 5000)}
 	mustAppend(t, s, "agt_a", 1, evs)
 	r := mustLoad(t, s, "agt_a")
@@ -100,7 +131,7 @@ func testRoundTrip(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_a", r.Tail, evs)
 }
 
-func testMultipleBatches(t *testing.T, s persist.Store) {
+func testMultipleBatches(t *testing.T, s AgentLog) {
 	var want [][]byte
 	seq := uint64(1)
 	for n := 1; n <= 5; n++ {
@@ -116,7 +147,7 @@ func testMultipleBatches(t *testing.T, s persist.Store) {
 	}
 }
 
-func testAppendCopies(t *testing.T, s persist.Store) {
+func testAppendCopies(t *testing.T, s AgentLog) {
 	ev := []byte("original")
 	mustAppend(t, s, "agt_c", 1, [][]byte{ev})
 	copy(ev, "mutated!")
@@ -126,7 +157,7 @@ func testAppendCopies(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_c", mustLoad(t, s, "agt_c").Tail, [][]byte{[]byte("original")})
 }
 
-func testSnapshotThenTail(t *testing.T, s persist.Store) {
+func testSnapshotThenTail(t *testing.T, s AgentLog) {
 	all := Events("agt_s", 1, 10)
 	mustAppend(t, s, "agt_s", 1, all[:4])
 	mustAppend(t, s, "agt_s", 5, all[4:])
@@ -154,7 +185,7 @@ func testSnapshotThenTail(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_s", r.Tail, more[1:])
 }
 
-func testSnapshotAtLastSeq(t *testing.T, s persist.Store) {
+func testSnapshotAtLastSeq(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_l", 1, Events("agt_l", 1, 3))
 	if err := s.SaveSnapshot("agt_l", 3, []byte{}); err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
@@ -167,7 +198,7 @@ func testSnapshotAtLastSeq(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_l", mustLoad(t, s, "agt_l").Tail, Events("agt_l", 4, 1))
 }
 
-func testStaleSnapshot(t *testing.T, s persist.Store) {
+func testStaleSnapshot(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_st", 1, Events("agt_st", 1, 6))
 	if err := s.SaveSnapshot("agt_st", 5, []byte("five")); err != nil {
 		t.Fatalf("SaveSnapshot(5): %v", err)
@@ -183,7 +214,7 @@ func testStaleSnapshot(t *testing.T, s persist.Store) {
 }
 
 // A snapshot at the stored one's seq is not older: it replaces it.
-func testSameSeqSnapshot(t *testing.T, s persist.Store) {
+func testSameSeqSnapshot(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_ss", 1, Events("agt_ss", 1, 6))
 	for _, state := range []string{"first", "second"} {
 		if err := s.SaveSnapshot("agt_ss", 5, []byte(state)); err != nil {
@@ -200,7 +231,7 @@ func testSameSeqSnapshot(t *testing.T, s persist.Store) {
 // A batch may end exactly at the largest sequence number; one that would
 // run past it is refused (see testInvalid). The snapshot makes the log
 // contiguous.
-func testLastSeqAtMax(t *testing.T, s persist.Store) {
+func testLastSeqAtMax(t *testing.T, s AgentLog) {
 	const last = 1<<64 - 1
 	evs := Events("agt_max", last-1, 2)
 	mustAppend(t, s, "agt_max", last-1, evs)
@@ -214,7 +245,7 @@ func testLastSeqAtMax(t *testing.T, s persist.Store) {
 	CheckTail(t, "agt_max", r.Tail, evs[1:])
 }
 
-func testUnknownAgent(t *testing.T, s persist.Store) {
+func testUnknownAgent(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_known", 1, Events("agt_known", 1, 2))
 	for _, agent := range []string{"agt_unknown", "agt_know", "agt_known2"} {
 		if r := mustLoad(t, s, agent); !reflect.DeepEqual(r, persist.Recovered{}) {
@@ -224,7 +255,7 @@ func testUnknownAgent(t *testing.T, s persist.Store) {
 }
 
 // An agent id that is a prefix of another must not see its events.
-func testAgentsIsolated(t *testing.T, s persist.Store) {
+func testAgentsIsolated(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "a", 1, Events("a", 1, 2))
 	mustAppend(t, s, "ab", 1, Events("ab", 1, 3))
 	mustAppend(t, s, "a0", 1, Events("a0", 1, 1))
@@ -239,7 +270,7 @@ func testAgentsIsolated(t *testing.T, s persist.Store) {
 	}
 }
 
-func testInvalid(t *testing.T, s persist.Store) {
+func testInvalid(t *testing.T, s AgentLog) {
 	ev := [][]byte{[]byte("x")}
 	for name, err := range map[string]error{
 		"first 0":        s.Append(persist.Batch{Agent: "agt", First: 0, Events: ev}),
@@ -252,7 +283,6 @@ func testInvalid(t *testing.T, s persist.Store) {
 		"seq overflow 3": s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 2, Events: [][]byte{{1}, {2}, {3}}}),
 		"snap slash":     s.SaveSnapshot("a/b", 1, nil),
 		"load slash":     func() error { _, err := s.Load("a/b"); return err }(),
-		"put empty key":  s.Put(persist.KV{Value: []byte("v")}),
 	} {
 		if !errors.Is(err, persist.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
@@ -260,6 +290,12 @@ func testInvalid(t *testing.T, s persist.Store) {
 	}
 	if r := mustLoad(t, s, "agt"); !reflect.DeepEqual(r, persist.Recovered{}) {
 		t.Fatalf("rejected appends left %+v", r)
+	}
+}
+
+func testInvalidDirectory(t *testing.T, s persist.Store) {
+	if err := s.Put(persist.KV{Value: []byte("v")}); !errors.Is(err, persist.ErrInvalid) {
+		t.Errorf("put empty key: err = %v, want ErrInvalid", err)
 	}
 }
 
@@ -426,7 +462,7 @@ func testScanError(t *testing.T, s persist.Store) {
 	}
 }
 
-func testConcurrentAgents(t *testing.T, s persist.Store) {
+func testConcurrentAgents(t *testing.T, s AgentLog) {
 	const agents, batches = 32, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, agents)

@@ -1,0 +1,163 @@
+package jslog
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/persisttest"
+)
+
+// contractPartitions is how many partitions the contract's agents spread
+// over; the test node owns them all.
+const contractPartitions = 4
+
+func partitionOf(agent string) int { return int(agent[len(agent)-1]) % contractPartitions }
+
+func TestAgentsKeepThePersistContract(t *testing.T) {
+	persisttest.RunAgentLogContract(t, func(t *testing.T) persisttest.AgentLog {
+		js := startJetStream(t)
+		a, err := NewAgents(context.Background(), js, AgentsConfig{Partition: partitionOf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range contractPartitions {
+			a.Own(p, openLog(t, js, p, 1))
+		}
+		return a
+	})
+}
+
+// node is one cluster node's Agents, owning every contract partition at
+// the given epoch.
+func node(t *testing.T, js jetstream.JetStream, epoch uint64) *Agents {
+	t.Helper()
+	a, err := NewAgents(context.Background(), js, AgentsConfig{Partition: partitionOf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range contractPartitions {
+		a.Own(p, openLog(t, js, p, epoch))
+	}
+	return a
+}
+
+func appendEvents(t *testing.T, a *Agents, agent string, first uint64, n int) {
+	t.Helper()
+	if err := a.Append(persist.Batch{Agent: agent, First: first, Events: persisttest.Events(agent, first, n)}); err != nil {
+		t.Fatalf("Append %s@%d: %v", agent, first, err)
+	}
+}
+
+func TestANewOwnerLoadsTheOldOwnersSnapshotAndTail(t *testing.T) {
+	js := startJetStream(t)
+	old := node(t, js, 1)
+	appendEvents(t, old, "agt_1", 1, 3)
+	if err := old.SaveSnapshot("agt_1", 2, []byte("state at 2")); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, old, "agt_1", 4, 2)
+	next := node(t, js, 2)
+	r, err := next.Load("agt_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Snapshot) != "state at 2" || r.SnapshotSeq != 2 || r.LastSeq != 5 {
+		t.Fatalf("new owner loads %q at %d, last %d; want the old owner's snapshot at 2, last 5", r.Snapshot, r.SnapshotSeq, r.LastSeq)
+	}
+	persisttest.CheckTail(t, "agt_1", r.Tail, persisttest.Events("agt_1", 3, 3))
+}
+
+func TestADeposedOwnersSnapshotIsNeverLoaded(t *testing.T) {
+	js := startJetStream(t)
+	old := node(t, js, 1)
+	appendEvents(t, old, "agt_1", 1, 4)
+	next := node(t, js, 2)
+	if err := old.SaveSnapshot("agt_1", 4, []byte("deposed")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the deposed owner's SaveSnapshot: %v, want ErrFenced", err)
+	}
+	r, err := next.Load("agt_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Snapshot != nil || r.LastSeq != 4 || len(r.Tail) != 4 {
+		t.Fatalf("new owner loads snapshot %q, last %d, %d events; want no snapshot and the four events", r.Snapshot, r.LastSeq, len(r.Tail))
+	}
+	// Nor is its object left behind.
+	names := objects(t, next)
+	if len(names) != 0 {
+		t.Fatalf("snapshot objects after a fenced save: %v", names)
+	}
+}
+
+func objects(t *testing.T, a *Agents) []string {
+	t.Helper()
+	infos, err := a.obj.List(context.Background())
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, i := range infos {
+		names = append(names, i.Name)
+	}
+	return names
+}
+
+func TestASnapshotTrimsTheEventsItCoversAndReplacesTheOlderSnapshot(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	for i := range uint64(5) {
+		appendEvents(t, a, "agt_1", 1+2*i, 2) // batches ending at 2, 4, 6, 8, 10
+	}
+	appendEvents(t, a, "agt_2", 1, 1)
+	if err := a.SaveSnapshot("agt_1", 5, []byte("five")); err != nil {
+		t.Fatal(err)
+	}
+	// Batches ending at 2 and 4 are covered; the one holding 5 and 6 is not.
+	if got, _ := tail(t, a.logs[partitionOf("agt_1")], "agt_1", 0); len(got) != 3 || got[0].First != 5 {
+		t.Fatalf("after the snapshot at 5 the log holds %d batches from %d, want 3 from 5", len(got), got[0].First)
+	}
+	if err := a.SaveSnapshot("agt_1", 10, []byte("ten")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := tail(t, a.logs[partitionOf("agt_1")], "agt_1", 0); len(got) != 0 {
+		t.Fatalf("after the snapshot at 10 the log holds %+v", got)
+	}
+	if names := objects(t, a); len(names) != 1 || !strings.HasPrefix(names[0], "agt_1.10.") {
+		t.Fatalf("snapshot objects: %v, want only the one at 10", names)
+	}
+	r, err := a.Load("agt_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Snapshot) != "ten" || r.LastSeq != 10 || len(r.Tail) != 0 {
+		t.Fatalf("Load: %q, last %d, tail %d", r.Snapshot, r.LastSeq, len(r.Tail))
+	}
+	// Another agent of the partition keeps its events.
+	if r, _ := a.Load("agt_2"); r.LastSeq != 1 {
+		t.Fatalf("agt_2 after agt_1's trims: last %d", r.LastSeq)
+	}
+}
+
+func TestAnAgentOfAPartitionNotOwnedHereIsRefused(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	appendEvents(t, a, "agt_1", 1, 1)
+	a.Disown(partitionOf("agt_1"))
+	if err := a.Append(persist.Batch{Agent: "agt_1", First: 2, Events: [][]byte{[]byte("x")}}); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("Append: %v, want ErrNotOwner", err)
+	}
+	if _, err := a.Load("agt_1"); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("Load: %v, want ErrNotOwner", err)
+	}
+	if err := a.SaveSnapshot("agt_1", 1, nil); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("SaveSnapshot: %v, want ErrNotOwner", err)
+	}
+}
