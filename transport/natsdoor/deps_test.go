@@ -26,6 +26,10 @@ func TestLayering(t *testing.T) {
 		{mod + "transport/api", []string{"github.com/valyala/fasthttp", "github.com/nats-io/", mod + "transport/httpdoor", mod + "transport/natsdoor"}},
 		{mod + "actors", []string{mod + "transport/", "github.com/valyala/fasthttp", "github.com/nats-io/"}},
 		{mod + "engine", []string{mod + "actors", mod + "persist", mod + "transport/", "github.com/cockroachdb/pebble"}},
+		// The cluster's log is storage, beside the actors; the cluster's
+		// leases know no door.
+		{mod + "persist/jslog", []string{mod + "actors", mod + "transport/", mod + "cluster", "github.com/valyala/fasthttp"}},
+		{mod + "cluster", []string{mod + "transport/", "github.com/valyala/fasthttp"}},
 	}
 	check(t, goTool, "-deps", rules)
 	// The console is a door: it reaches the actors and the engine only
