@@ -139,6 +139,12 @@ func (a *Agents) ctx() (context.Context, context.CancelFunc) {
 
 // Append appends b to its partition's log (see persist.Store.Append).
 func (a *Agents) Append(b persist.Batch) error {
+	if err := validBatch(b); err != nil {
+		return err
+	}
+	if len(b.Events) == 0 {
+		return nil // nothing for the log
+	}
 	l, err := a.log(b.Agent)
 	if err != nil {
 		return err

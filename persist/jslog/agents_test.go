@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/persist/persisttest"
 )
 
@@ -160,4 +161,19 @@ func TestAnAgentOfAPartitionNotOwnedHereIsRefused(t *testing.T) {
 	if err := a.SaveSnapshot("agt_1", 1, nil); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("SaveSnapshot: %v, want ErrNotOwner", err)
 	}
+}
+
+func TestStoreKeepsThePersistContract(t *testing.T) {
+	persisttest.RunContract(t, func(t *testing.T) persist.Store {
+		js := startJetStream(t)
+		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewStore(node(t, js, 1), dir, local)
+	})
 }

@@ -27,6 +27,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -165,13 +166,11 @@ func (l *Log) lastFence(ctx context.Context) (uint64, error) {
 // do). It fails with ErrFenced if any other writer wrote since this Log's
 // last write.
 func (l *Log) Append(ctx context.Context, b persist.Batch) (uint64, error) {
-	if !ValidAgent(b.Agent) || b.First == 0 || len(b.Events) == 0 || b.First+uint64(len(b.Events))-1 < b.First {
-		return 0, fmt.Errorf("%w: batch for agent %q at %d with %d events", persist.ErrInvalid, b.Agent, b.First, len(b.Events))
+	if err := validBatch(b); err != nil {
+		return 0, err
 	}
-	for _, kv := range b.Index {
-		if len(kv.Key) == 0 {
-			return 0, fmt.Errorf("%w: batch for agent %q: an index write without a key", persist.ErrInvalid, b.Agent)
-		}
+	if len(b.Events) == 0 {
+		return 0, fmt.Errorf("%w: batch for agent %q without events", persist.ErrInvalid, b.Agent)
 	}
 	// The message id tells this batch apart from any other write, should
 	// its ack be lost and the caller retry it.
@@ -237,6 +236,22 @@ func (l *Log) Tail(ctx context.Context, agent string, after uint64) ([]Stored, e
 		out = append(out, Stored{Batch: b, Seq: m.Sequence})
 		next = m.Sequence + 1
 	}
+}
+
+// validBatch checks what persist.Store.Append requires of b: an agent id
+// the log can hold, a first sequence above 0 with room for the events after
+// it, index writes with keys.
+func validBatch(b persist.Batch) error {
+	n := uint64(len(b.Events))
+	if !ValidAgent(b.Agent) || b.First == 0 || n > 0 && b.First > math.MaxUint64-(n-1) {
+		return fmt.Errorf("%w: batch for agent %q at %d with %d events", persist.ErrInvalid, b.Agent, b.First, n)
+	}
+	for _, kv := range b.Index {
+		if len(kv.Key) == 0 {
+			return fmt.Errorf("%w: batch for agent %q: an index write without a key", persist.ErrInvalid, b.Agent)
+		}
+	}
+	return nil
 }
 
 // isWrongLastSeq reports whether err is JetStream's refusal of an expected

@@ -1,0 +1,319 @@
+package jslog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// DirStream is the cluster's directory: every directory write, in order,
+// on the subject plaudit.dir. Each node mirrors it into its local store,
+// where reads are served.
+const (
+	DirStream  = "PLAUDIT_DIR"
+	dirSubject = "plaudit.dir"
+)
+
+// appliedKey holds, in the local store, the stream sequence of the last
+// directory write applied there. Keys starting with reservedPrefix are the
+// mirror's: refused to callers and hidden from their scans.
+var (
+	reservedPrefix = []byte("\xffjslog/")
+	appliedKey     = []byte("\xffjslog/applied")
+)
+
+// Local is the directory of a node's own store (pebblelog.Store), which the
+// mirror writes and reads are served from.
+type Local interface {
+	Get(key []byte) ([]byte, error)
+	Put(kvs ...persist.KV) error
+	DeleteRange(start, end []byte) error
+	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// Directory is the directory half of persist.Store for a cluster node: a
+// write goes to DirStream and returns once this node's mirror has applied
+// it, so a node reads its own writes; a read is served by the mirror, and a
+// Get that misses first waits for the mirror to reach the stream's end, so
+// it never answers "absent" for a key written before it began on any node.
+// A Scan reads the mirror as it is: a write made on another node a moment
+// ago may be missing from it.
+type Directory struct {
+	js      jetstream.JetStream
+	stream  jetstream.Stream
+	local   Local
+	timeout time.Duration
+	cc      jetstream.ConsumeContext
+
+	mu      sync.Mutex
+	applied uint64
+	advance chan struct{} // closed and replaced whenever applied moves
+	failed  error         // the mirror stopped: a write it could not apply
+}
+
+// DirectoryConfig configures a Directory.
+type DirectoryConfig struct {
+	Replicas int           // of DirStream
+	Timeout  time.Duration // bounds each write and each wait for the mirror (10s)
+}
+
+// OpenDirectory creates or opens DirStream and starts mirroring it into
+// local from the last write local has applied.
+func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg DirectoryConfig) (*Directory, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject},
+		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1), Retention: jetstream.LimitsPolicy,
+		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true})
+	if err != nil {
+		return nil, fmt.Errorf("jslog: directory stream: %w", err)
+	}
+	d := &Directory{js: js, stream: s, local: local, timeout: cfg.Timeout, advance: make(chan struct{})}
+	switch v, err := local.Get(appliedKey); {
+	case errors.Is(err, persist.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	case len(v) != 8:
+		return nil, fmt.Errorf("jslog: directory mirror position of %d bytes: %w", len(v), persist.ErrCorrupt)
+	default:
+		d.applied = binary.BigEndian.Uint64(v)
+	}
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{dirSubject}}
+	if d.applied > 0 {
+		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, d.applied+1
+	}
+	cons, err := s.OrderedConsumer(ctx, occ)
+	if err != nil {
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	}
+	if d.cc, err = cons.Consume(d.apply); err != nil {
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	}
+	return d, nil
+}
+
+// Close stops mirroring.
+func (d *Directory) Close() { d.cc.Stop() }
+
+// apply writes one directory write into the local store, with the mirror's
+// position in the same batch where it can (a DeleteRange is followed by
+// the position: applied again after a crash, it deletes the same keys).
+func (d *Directory) apply(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	seq := meta.Sequence.Stream
+	d.mu.Lock()
+	stale := seq <= d.applied || d.failed != nil
+	d.mu.Unlock()
+	if stale {
+		return
+	}
+	pos := persist.KV{Key: appliedKey, Value: binary.BigEndian.AppendUint64(nil, seq)}
+	op, err := decodeDirOp(m.Data())
+	if err == nil {
+		if op.end != nil {
+			if err = d.local.DeleteRange(op.start, op.end); err == nil {
+				err = d.local.Put(pos)
+			}
+		} else {
+			err = d.local.Put(append(op.kvs, pos)...)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.failed = fmt.Errorf("jslog: directory write %d not applied: %w", seq, err)
+	} else {
+		d.applied = seq
+	}
+	close(d.advance)
+	d.advance = make(chan struct{})
+}
+
+// wait returns once the mirror has applied stream sequence seq.
+func (d *Directory) wait(ctx context.Context, seq uint64) error {
+	for {
+		d.mu.Lock()
+		applied, failed, advance := d.applied, d.failed, d.advance
+		d.mu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		if failed != nil {
+			return failed
+		}
+		select {
+		case <-advance:
+		case <-ctx.Done():
+			return fmt.Errorf("jslog: directory mirror behind (at %d, want %d): %w", applied, seq, ctx.Err())
+		}
+	}
+}
+
+func (d *Directory) publish(op dirOp) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	ack, err := d.js.Publish(ctx, dirSubject, encodeDirOp(op), jetstream.WithExpectStream(DirStream))
+	if err != nil {
+		return fmt.Errorf("jslog: directory write: %w", err)
+	}
+	return d.wait(ctx, ack.Sequence)
+}
+
+// Put implements persist.Store.Put.
+func (d *Directory) Put(kvs ...persist.KV) error {
+	for _, kv := range kvs {
+		if len(kv.Key) == 0 || bytes.HasPrefix(kv.Key, reservedPrefix) {
+			return fmt.Errorf("put %q: %w", kv.Key, persist.ErrInvalid)
+		}
+	}
+	if len(kvs) == 0 {
+		return nil
+	}
+	return d.publish(dirOp{kvs: kvs})
+}
+
+// DeleteRange implements persist.Store.DeleteRange (the mirror's own keys
+// are kept).
+func (d *Directory) DeleteRange(start, end []byte) error {
+	if len(start) == 0 || bytes.Compare(start, end) >= 0 {
+		return fmt.Errorf("delete range [%q, %q): %w", start, end, persist.ErrInvalid)
+	}
+	if bytes.Compare(end, reservedPrefix) > 0 {
+		end = reservedPrefix
+		if bytes.Compare(start, end) >= 0 {
+			return nil
+		}
+	}
+	return d.publish(dirOp{start: start, end: end})
+}
+
+// Get implements persist.Store.Get.
+func (d *Directory) Get(key []byte) ([]byte, error) {
+	if bytes.HasPrefix(key, reservedPrefix) {
+		return nil, persist.ErrNotFound
+	}
+	v, err := d.local.Get(key)
+	if !errors.Is(err, persist.ErrNotFound) {
+		return v, err
+	}
+	// Absent here may mean not applied yet: catch up with the stream's end.
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	info, err := d.stream.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("jslog: directory: %w", err)
+	}
+	if err := d.wait(ctx, info.State.LastSeq); err != nil {
+		return nil, err
+	}
+	return d.local.Get(key)
+}
+
+// Scan implements persist.Store.Scan over the mirror as it is.
+func (d *Directory) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return d.local.Scan(prefix, func(k, v []byte) error {
+		if bytes.HasPrefix(k, reservedPrefix) {
+			return nil
+		}
+		return fn(k, v)
+	})
+}
+
+// dirOp is one directory write: kvs (Put), or the range [start, end)
+// (DeleteRange, end non-nil).
+type dirOp struct {
+	kvs        []persist.KV
+	start, end []byte
+}
+
+const (
+	dirPut         = 1
+	dirDeleteRange = 2
+)
+
+// encodeDirOp: op(1), then for a put a count and {len key, has(1), [len
+// value]}*, for a delete range {len start, len end}; then CRC32C (4 bytes
+// big-endian) of all before it.
+func encodeDirOp(op dirOp) []byte {
+	var out []byte
+	if op.end != nil {
+		out = append(out, dirDeleteRange)
+		out = appendBytes(out, op.start)
+		out = appendBytes(out, op.end)
+	} else {
+		out = append(out, dirPut)
+		out = binary.AppendUvarint(out, uint64(len(op.kvs)))
+		for _, kv := range op.kvs {
+			out = appendBytes(out, kv.Key)
+			if kv.Value == nil {
+				out = append(out, 0)
+				continue
+			}
+			out = append(out, 1)
+			out = appendBytes(out, kv.Value)
+		}
+	}
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+}
+
+func appendBytes(out, b []byte) []byte {
+	out = binary.AppendUvarint(out, uint64(len(b)))
+	return append(out, b...)
+}
+
+func decodeDirOp(data []byte) (dirOp, error) {
+	bad := func(what string) (dirOp, error) {
+		return dirOp{}, fmt.Errorf("%w: %w: directory write: %s", persist.ErrCorrupt, errRecord, what)
+	}
+	if len(data) < 5 {
+		return bad("too short")
+	}
+	body := data[:len(data)-4]
+	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(data[len(data)-4:]) {
+		return bad("checksum mismatch")
+	}
+	r := reader{buf: body[1:]}
+	var op dirOp
+	switch body[0] {
+	case dirPut:
+		n := r.count()
+		for range n {
+			kv := persist.KV{Key: r.bytes()}
+			switch r.byte() {
+			case 0:
+			case 1:
+				kv.Value = r.bytes()
+			default:
+				r.err = "value flag"
+			}
+			op.kvs = append(op.kvs, kv)
+		}
+	case dirDeleteRange:
+		op.start, op.end = r.bytes(), r.bytes()
+		if r.err == "" && op.end == nil {
+			op.end = []byte{}
+		}
+	default:
+		return bad(fmt.Sprintf("op %d", body[0]))
+	}
+	switch {
+	case r.err != "":
+		return bad(r.err)
+	case len(r.buf) != 0:
+		return bad("trailing bytes")
+	}
+	return op, nil
+}

@@ -1,0 +1,114 @@
+package jslog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+)
+
+// dirNode is one node's directory: its own Pebble store, mirroring the
+// cluster's directory stream.
+func dirNode(t *testing.T, js jetstream.JetStream, path string) (*Directory, *pebblelog.Store) {
+	t.Helper()
+	local, err := pebblelog.Open(path, pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, local
+}
+
+func TestAKeyWrittenOnOneNodeIsReadOnAnotherAtOnce(t *testing.T) {
+	js := startJetStream(t)
+	a, aLocal := dirNode(t, js, t.TempDir())
+	defer func() { a.Close(); _ = aLocal.Close() }()
+	bPath := t.TempDir()
+	b, bLocal := dirNode(t, js, bPath)
+	for i := range 50 {
+		key := binary.BigEndian.AppendUint32([]byte("run/"), uint32(i))
+		if err := a.Put(persist.KV{Key: key, Value: []byte("agt_1")}); err != nil {
+			t.Fatal(err)
+		}
+		// A miss on b waits for b's mirror to reach the stream's end.
+		if v, err := b.Get(key); err != nil || string(v) != "agt_1" {
+			t.Fatalf("write %d: b reads %q, %v", i, v, err)
+		}
+	}
+	// b restarts while a writes: it resumes from where its mirror was.
+	b.Close()
+	if err := bLocal.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Put(persist.KV{Key: []byte("ws/late"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteRange([]byte("run/"), []byte("run0")); err != nil {
+		t.Fatal(err)
+	}
+	b, bLocal = dirNode(t, js, bPath)
+	defer func() { b.Close(); _ = bLocal.Close() }()
+	if v, err := b.Get([]byte("ws/late")); err != nil || string(v) != "1" {
+		t.Fatalf("after b's restart: %q, %v", v, err)
+	}
+	var keys []string
+	if err := b.Scan(nil, func(k, _ []byte) error { keys = append(keys, string(k)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "ws/late" {
+		t.Fatalf("b's directory after the range delete: %q, want only ws/late (and no mirror position)", keys)
+	}
+}
+
+func TestTheMirrorsOwnKeysAreOutOfReach(t *testing.T) {
+	js := startJetStream(t)
+	d, local := dirNode(t, js, t.TempDir())
+	defer func() { d.Close(); _ = local.Close() }()
+	if err := d.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Put(persist.KV{Key: appliedKey, Value: []byte("x")}); !errors.Is(err, persist.ErrInvalid) {
+		t.Errorf("Put of the mirror's position: %v, want ErrInvalid", err)
+	}
+	if _, err := d.Get(appliedKey); !errors.Is(err, persist.ErrNotFound) {
+		t.Errorf("Get of the mirror's position: %v, want ErrNotFound", err)
+	}
+	if err := d.DeleteRange([]byte("a"), []byte("\xff\xff")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := local.Get(appliedKey); err != nil || len(v) != 8 {
+		t.Fatalf("a range delete over everything took the mirror's position: %q, %v", v, err)
+	}
+}
+
+// FuzzDecodeDirOp: no directory write body panics the decoder, and what it
+// accepts encodes back to the same bytes.
+func FuzzDecodeDirOp(f *testing.F) {
+	body := func(op dirOp) []byte { rec := encodeDirOp(op); return rec[:len(rec)-4] }
+	f.Add(body(dirOp{kvs: []persist.KV{{Key: []byte("k"), Value: []byte("v")}, {Key: []byte("gone")}}}))
+	f.Add(body(dirOp{start: []byte("a/"), end: []byte("a0")}))
+	f.Add([]byte{dirDeleteRange, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rec := binary.BigEndian.AppendUint32(bytes.Clone(data), crc32.Checksum(data, castagnoli))
+		op, err := decodeDirOp(rec)
+		if err != nil {
+			if !errors.Is(err, persist.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		if again := encodeDirOp(op); !bytes.Equal(again, rec) {
+			t.Fatalf("accepted %x, which encodes back as %x", rec, again)
+		}
+	})
+}
