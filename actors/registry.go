@@ -57,6 +57,11 @@ type Config struct {
 	// write. Off, a new run is answered as soon as it is decided (see
 	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
+	// Serves, in a cluster, reports whether this node serves an agent now
+	// (it owns the agent's partition). An agent it does not serve gets no
+	// actor (persist.ErrMoved), and an agent created here gets an id it
+	// serves. Nil serves every agent.
+	Serves func(agentID string) bool
 }
 
 func (c *Config) defaults() {
@@ -175,9 +180,10 @@ func (r *Registry) shardOf(agentID string) *shard {
 // picks its id). An external id is unique in the workspace: a second agent
 // claiming one is ErrConflict. With hold, see Write.
 func (r *Registry) CreateAgent(cmd engine.CreateAgent, by time.Time, hold bool) (*Outcome[engine.AgentInfo], error) {
-	r.randMu.Lock()
-	cmd.ID = id.New(id.Agent, r.cfg.Now(), r.idRand)
-	r.randMu.Unlock()
+	var err error
+	if cmd.ID, err = r.newAgentID(); err != nil {
+		return nil, err
+	}
 	release := func() {}
 	if cmd.ExternalID != "" {
 		key := agentExtKey(cmd.Workspace, cmd.ExternalID)
@@ -190,6 +196,24 @@ func (r *Registry) CreateAgent(cmd engine.CreateAgent, by time.Time, hold bool) 
 	return write(r, cmd.ID, by, hold, false, func(a *engine.Agent, now time.Time, _ *rand.Rand) (engine.AgentInfo, []engine.Event, error) {
 		return a.CreateAgent(cmd, now)
 	}, release)
+}
+
+// placementTries bounds the ids CreateAgent draws looking for one this
+// node serves: with a fair share of a cluster's partitions, one in
+// (nodes) ids is, so failing all of them means this node serves none.
+const placementTries = 1000
+
+// newAgentID draws a new agent's id, one this node serves (Config.Serves).
+func (r *Registry) newAgentID() (string, error) {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	for range placementTries {
+		agentID := id.New(id.Agent, r.cfg.Now(), r.idRand)
+		if r.cfg.Serves == nil || r.cfg.Serves(agentID) {
+			return agentID, nil
+		}
+	}
+	return "", fmt.Errorf("no agent id this node serves in %d draws: %w", placementTries, persist.ErrMoved)
 }
 
 // checkUnused is ErrConflict if the directory holds key.
@@ -224,6 +248,9 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 	// shard lock, so no actor is spawned behind its back.
 	if r.closed.Load() {
 		return nil, fmt.Errorf("registry closed: %w", ErrUnavailable)
+	}
+	if r.cfg.Serves != nil && !r.cfg.Serves(agentID) {
+		return nil, fmt.Errorf("agent %s: %w", agentID, persist.ErrMoved)
 	}
 	e := sh.agents[agentID]
 	if e == nil {
@@ -297,6 +324,28 @@ func (r *Registry) Close() {
 	}
 	r.system.Shutdown()
 	r.workers.Close()
+}
+
+// Evict stops the actors of the agents match selects, each after its
+// in-flight writes finish, and returns once they have stopped. A cluster
+// node evicts a partition's agents when it stops serving it: another node
+// may write to them next, and the state held here would go stale.
+func (r *Registry) Evict(match func(agentID string) bool) {
+	var futures []*actor.Future
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for agentID, e := range sh.agents {
+			if match(agentID) {
+				futures = append(futures, r.system.Root.PoisonFuture(e.pid))
+				delete(sh.agents, agentID)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	for _, f := range futures {
+		_ = f.Wait()
+	}
 }
 
 // reservations lets one caller at a time hold a key; others wait for it.

@@ -35,6 +35,10 @@ var (
 	// ErrFailed is wrapped by every write after the store met an error it
 	// cannot recover from without a restart (a failed log write).
 	ErrFailed = errors.New("persist: store failed")
+	// ErrMoved is wrapped by every call for an agent that this node does
+	// not serve now: in a cluster, its partition is owned by another node,
+	// or is moving between nodes.
+	ErrMoved = errors.New("persist: agent not served by this node")
 )
 
 // Condition is a store's fitness for writes.

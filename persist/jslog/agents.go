@@ -24,8 +24,8 @@ import (
 const SnapshotBucket = "plaudit_snapshots"
 
 // ErrNotOwner is returned for an agent whose partition this node does not
-// own (or no longer owns).
-var ErrNotOwner = errors.New("jslog: partition not owned here")
+// own (or no longer owns). It wraps persist.ErrMoved.
+var ErrNotOwner = fmt.Errorf("jslog: partition not owned here: %w", persist.ErrMoved)
 
 // pointerFormat is the first byte of a snapshot pointer record:
 // format(1) seq(8 big-endian) name.

@@ -39,8 +39,8 @@ import (
 
 // ErrFenced is returned by writes to a Log that another writer has fenced
 // off (a newer owner of the partition), and by Fence when a newer owner's
-// fence is already in the log.
-var ErrFenced = errors.New("jslog: fenced by a newer owner")
+// fence is already in the log. It wraps persist.ErrMoved.
+var ErrFenced = fmt.Errorf("jslog: fenced by a newer owner: %w", persist.ErrMoved)
 
 // Config is a partition log's stream settings.
 type Config struct {

@@ -60,6 +60,7 @@ var failures = []struct {
 	{ErrBodyBudget, failure{503, "overloaded", 8}},
 	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
 	{ErrRecovering, failure{503, "unavailable", 14}},
+	{persist.ErrMoved, failure{503, "unavailable", 14}},
 }
 
 var internalFailure = failure{500, "internal", 13}
