@@ -130,6 +130,9 @@ type Request struct {
 	Arrived   time.Time
 	RequestID string
 	Errors    ErrorShape
+	// Forwarded marks a request another node of a cluster handed over
+	// (Router): it is served here or refused, never forwarded again.
+	Forwarded bool
 }
 
 func (r *Request) arg(name string) string {
@@ -174,6 +177,9 @@ type result struct {
 	// record, when set, is what an Idempotency-Key records instead of body:
 	// a response that carries a secret records it without the secret.
 	record []byte
+	// forwarded is the answer of the node the request was forwarded to,
+	// passed on as it is.
+	forwarded *Response
 }
 
 func ok(b []byte) (result, error)      { return result{status: 200, body: b}, nil }

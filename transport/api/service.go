@@ -43,6 +43,9 @@ type Config struct {
 	// AccessLog logs one INFO line per answered request: request id,
 	// workspace, door, operation, status and duration.
 	AccessLog bool
+	// Router, in a cluster, sends a request for an agent another node
+	// serves to that node; nil serves every agent here.
+	Router Router
 }
 
 // Service serves every operation. It is safe for concurrent use.
@@ -234,6 +237,9 @@ func (c *call) respond(res result, err error) Response {
 	if err != nil {
 		return c.s.fail(c.req, err)
 	}
+	if res.forwarded != nil {
+		return *res.forwarded
+	}
 	resp := Response{Status: res.status, Body: res.body, RequestID: c.req.RequestID}
 	if res.status == 202 { // accepted, not final: come back
 		resp.RetryAfter = 1
@@ -256,6 +262,11 @@ func (s *Service) serve(c *call) (result, error) {
 		if err := c.enterWorkspace(c.req.Workspace); err != nil {
 			return result{}, err
 		}
+	}
+	// Another node's agent: its node runs everything below, Idempotency-Key
+	// included, so a key's reservation and record live where its writes do.
+	if resp, ok, err := c.route(); err != nil || ok {
+		return result{forwarded: &resp}, err
 	}
 	if c.req.IdempotencyKey == nil || !h.write {
 		return h.fn(c)

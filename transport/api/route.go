@@ -1,0 +1,74 @@
+package api
+
+import (
+	"fmt"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// Router places requests in a cluster, where each agent is served by the
+// node that owns its partition.
+type Router interface {
+	// Local reports whether this node serves agentID now.
+	Local(agentID string) bool
+	// Forward hands req to the node serving agentID and returns its
+	// answer. The node it reaches handles req as its own door would, with
+	// Forwarded set; it does not forward it again.
+	Forward(req *Request, agentID string) (Response, error)
+}
+
+// QueryArgs names every query argument an operation reads: a forwarded
+// request carries these (Request.Args).
+var QueryArgs = []string{"buckets", "bucket_s", "cursor", "judge_version", "labels", "limit",
+	"objective_version", "query", "rewards", "sentiment"}
+
+// Args returns the request's query arguments that are set, by name.
+func (r *Request) Args() map[string]string {
+	args := map[string]string{}
+	for _, name := range QueryArgs {
+		if v := r.arg(name); v != "" {
+			args[name] = v
+		}
+	}
+	return args
+}
+
+// routeAgent is the agent a request acts on, resolved by its id or
+// external id, or through its run: what places it in a cluster. A request
+// that names neither, or one that does not resolve (its handler answers
+// why), is served where it arrived.
+func (c *call) routeAgent() string {
+	switch {
+	case c.req.Target.Agent != "":
+		if info, err := c.agent(); err == nil {
+			return info.ID
+		}
+	case c.req.Target.Run != "":
+		if _, info, err := c.run(nil); err == nil {
+			return info.ID
+		}
+	}
+	return ""
+}
+
+// route forwards the request to the node serving its agent, when that is
+// not this node; ok is false when this node serves it.
+func (c *call) route() (resp Response, ok bool, err error) {
+	r := c.s.cfg.Router
+	if r == nil {
+		return Response{}, false, nil
+	}
+	agentID := c.routeAgent()
+	if agentID == "" || r.Local(agentID) {
+		return Response{}, false, nil
+	}
+	if c.req.Forwarded {
+		// Forwarded here, but not served here: the agent moved meanwhile.
+		return Response{}, false, fmt.Errorf("agent %s: %w", agentID, persist.ErrMoved)
+	}
+	resp, err = r.Forward(c.req, agentID)
+	if err != nil {
+		return Response{}, false, fmt.Errorf("agent %s: forwarding to its node: %v: %w", agentID, err, persist.ErrMoved)
+	}
+	return resp, true, nil
+}

@@ -1,0 +1,156 @@
+package natsdoor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// ForwardSubject is the subject, in the service account, on which node
+// receives the requests other nodes of its cluster forward to it. No
+// tenant account imports it.
+func ForwardSubject(node string) string { return "plaudit.cluster.fwd." + node }
+
+// maxForwardedInFlight bounds the forwarded requests a node serves at once;
+// beyond it they are answered 503 overloaded, as a full mailbox would be.
+const maxForwardedInFlight = 4096
+
+// forwarded is a request on its way to another node: what api.Request
+// holds, with the principal the first node authenticated (the cluster's
+// nodes trust each other's doors) and the query arguments by name.
+type forwarded struct {
+	Op             api.Op            `json:"op"`
+	KeyID          string            `json:"key_id"`
+	ProfileID      string            `json:"profile_id,omitempty"`
+	KeyName        string            `json:"key_name,omitempty"`
+	Home           string            `json:"home"`
+	Admin          bool              `json:"admin,omitempty"`
+	Workspace      string            `json:"workspace,omitempty"`
+	Target         api.Target        `json:"target"`
+	Body           []byte            `json:"body,omitempty"`
+	Args           map[string]string `json:"args,omitempty"`
+	IdempotencyKey []byte            `json:"idempotency_key,omitempty"`
+	Prefer         string            `json:"prefer,omitempty"`
+	Deadline       time.Time         `json:"deadline"`
+	Door           api.Door          `json:"door"`
+	Arrived        time.Time         `json:"arrived"`
+	RequestID      string            `json:"request_id"`
+	Errors         api.ErrorShape    `json:"errors"`
+}
+
+// forwardedAnswer is the answer that goes back.
+type forwardedAnswer struct {
+	Status     int    `json:"status"`
+	Body       []byte `json:"body"`
+	RequestID  string `json:"request_id"`
+	RetryAfter int    `json:"retry_after,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// Forwarder is a cluster node's api.Router over NATS: it forwards a request
+// to the node that owns its agent, on that node's ForwardSubject.
+type Forwarder struct {
+	nc *nats.Conn
+	// Owner is the node serving agentID now (the lease holder of its
+	// partition), "" when none does.
+	owner func(agentID string) string
+	local func(agentID string) bool
+}
+
+// NewForwarder returns a Forwarder sending on nc (Plaudit's own
+// connection), with local and owner answering for the cluster's leases.
+func NewForwarder(nc *nats.Conn, local func(agentID string) bool, owner func(agentID string) string) *Forwarder {
+	return &Forwarder{nc: nc, local: local, owner: owner}
+}
+
+// Local implements api.Router.
+func (f *Forwarder) Local(agentID string) bool { return f.local(agentID) }
+
+// errNoOwner: no node holds the agent's partition now (a handover).
+var errNoOwner = errors.New("no node serves the agent now")
+
+// Forward implements api.Router: one request to the owner, waiting until
+// the request's deadline.
+func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, error) {
+	node := f.owner(agentID)
+	if node == "" {
+		return api.Response{}, errNoOwner
+	}
+	fw := forwarded{Op: req.Op, KeyID: req.Principal.KeyID, ProfileID: req.Principal.ProfileID,
+		KeyName: req.Principal.Name, Home: req.Principal.Home, Admin: req.Principal.Admin,
+		Workspace: req.Workspace, Target: req.Target, Body: req.Body, Args: req.Args(),
+		IdempotencyKey: req.IdempotencyKey, Prefer: req.Prefer, Deadline: req.Deadline, Door: req.Door,
+		Arrived: req.Arrived, RequestID: req.RequestID, Errors: req.Errors}
+	data, err := json.Marshal(fw)
+	if err != nil {
+		return api.Response{}, err
+	}
+	wait := time.Until(req.Deadline)
+	if wait <= 0 {
+		wait = time.Second
+	}
+	msg, err := f.nc.Request(ForwardSubject(node), data, wait)
+	if err != nil {
+		return api.Response{}, fmt.Errorf("node %s: %w", node, err)
+	}
+	var ans forwardedAnswer
+	if err := json.Unmarshal(msg.Data, &ans); err != nil {
+		return api.Response{}, fmt.Errorf("node %s: answer: %w", node, err)
+	}
+	return api.Response{Status: ans.Status, Body: ans.Body, RequestID: ans.RequestID, RetryAfter: ans.RetryAfter,
+		Message: ans.Message}, nil
+}
+
+// ServeForwarded serves the requests other nodes forward to node on nc
+// with svc, until the returned subscription is unsubscribed.
+func ServeForwarded(nc *nats.Conn, node string, svc *api.Service, logger *slog.Logger) (*nats.Subscription, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	slots := make(chan struct{}, maxForwardedInFlight)
+	return nc.Subscribe(ForwardSubject(node), func(m *nats.Msg) {
+		var fw forwarded
+		if err := json.Unmarshal(m.Data, &fw); err != nil {
+			logger.Warn("unreadable forwarded request", "component", "cluster", "err", err)
+			return // the sender times out
+		}
+		req := &api.Request{Op: fw.Op, Workspace: fw.Workspace, Target: fw.Target, Body: fw.Body,
+			IdempotencyKey: fw.IdempotencyKey, Prefer: fw.Prefer, Deadline: fw.Deadline, Door: fw.Door,
+			Arrived: fw.Arrived, RequestID: fw.RequestID, Errors: fw.Errors, Forwarded: true,
+			Principal: tenancy.Principal{KeyID: fw.KeyID, ProfileID: fw.ProfileID, Name: fw.KeyName,
+				Home: fw.Home, Admin: fw.Admin}}
+		args := fw.Args
+		req.Query = func(name string) string { return args[name] }
+		select {
+		case slots <- struct{}{}:
+		default:
+			reply(m, svc.Error(req, errOverloaded), logger)
+			return
+		}
+		go func() {
+			defer func() { <-slots }()
+			reply(m, svc.Handle(req), logger)
+		}()
+	})
+}
+
+// errOverloaded answers a forwarded request beyond maxForwardedInFlight.
+var errOverloaded = fmt.Errorf("too many forwarded requests in flight: %w", api.ErrBodyBudget)
+
+func reply(m *nats.Msg, resp api.Response, logger *slog.Logger) {
+	data, err := json.Marshal(forwardedAnswer{Status: resp.Status, Body: resp.Body, RequestID: resp.RequestID,
+		RetryAfter: resp.RetryAfter, Message: resp.Message})
+	if err == nil {
+		err = m.Respond(data)
+	}
+	if err != nil {
+		logger.Warn("answering a forwarded request", "component", "cluster", "err", err)
+	}
+}
