@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,7 +59,15 @@ type Directory struct {
 	applied uint64
 	advance chan struct{} // closed and replaced whenever applied moves
 	failed  error         // the mirror stopped: a write it could not apply
+
+	onApply atomic.Pointer[func([]persist.KV)]
 }
+
+// OnApply makes fn see every Put the mirror applies, from any node (this
+// one's included), once it is in the local store: for what a node keeps in
+// memory of the directory (the tenancy). fn runs on the mirror's goroutine,
+// before the write's caller returns; it must not write to the directory.
+func (d *Directory) OnApply(fn func(kvs []persist.KV)) { d.onApply.Store(&fn) }
 
 // DirectoryConfig configures a Directory.
 type DirectoryConfig struct {
@@ -130,6 +139,9 @@ func (d *Directory) apply(m jetstream.Msg) {
 		} else {
 			err = d.local.Put(append(op.kvs, pos)...)
 		}
+	}
+	if fn := d.onApply.Load(); err == nil && op.end == nil && fn != nil {
+		(*fn)(op.kvs)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -112,3 +112,33 @@ func FuzzDecodeDirOp(f *testing.F) {
 		}
 	})
 }
+
+func TestOnApplySeesEveryNodesPutsOnceStored(t *testing.T) {
+	js := startJetStream(t)
+	a, aLocal := dirNode(t, js, t.TempDir())
+	defer func() { a.Close(); _ = aLocal.Close() }()
+	b, bLocal := dirNode(t, js, t.TempDir())
+	defer func() { b.Close(); _ = bLocal.Close() }()
+	seen := make(chan string, 10)
+	b.OnApply(func(kvs []persist.KV) {
+		for _, kv := range kvs {
+			// Stored before fn runs: a reader called from fn finds it.
+			if v, err := bLocal.Get(kv.Key); err != nil || !bytes.Equal(v, kv.Value) {
+				t.Errorf("%s seen before it was stored: %q, %v", kv.Key, v, err)
+			}
+			seen <- string(kv.Key)
+		}
+	})
+	if err := a.Put(persist.KV{Key: []byte("tenancy/ws/x"), Value: []byte("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.DeleteRange([]byte("a"), []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(persist.KV{Key: []byte("own"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{<-seen, <-seen}; got[0] != "tenancy/ws/x" || got[1] != "own" {
+		t.Fatalf("OnApply saw %q, want a's put then b's own", got)
+	}
+}
