@@ -87,13 +87,17 @@ type Tenancy struct {
 	store Store
 	now   func() time.Time
 
+	// writeMu serialises the writes, across their store write; mu guards
+	// what is kept in memory and is never held across a store write (a
+	// cluster's directory shows each write to Apply before Put returns).
+	writeMu    sync.Mutex
+	rnd        *mrand.Rand // for ids; guarded by writeMu
 	mu         sync.RWMutex
 	account    string
 	workspaces map[string]Workspace
 	keys       map[[sha256.Size]byte]Principal // every key ever made, revoked ones too
 	byID       map[string][sha256.Size]byte    // key id → hash
 	byProfile  map[string][sha256.Size]byte    // profile id → hash
-	rnd        *mrand.Rand                     // for ids; guarded by mu
 	onRevoke   []func(Principal)
 
 	saveMu sync.Mutex // serialises SaveUsage
@@ -149,21 +153,29 @@ func Load(store Store, now func() time.Time) (*Tenancy, error) {
 // back into a data directory whose admin key is lost. A revoked one stays
 // revoked.
 func (t *Tenancy) Bootstrap(bootstrapKey string) (string, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.account != "" {
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	t.mu.RLock()
+	bootstrapped := t.account != ""
+	t.mu.RUnlock()
+	if bootstrapped {
 		if bootstrapKey == "" {
 			return "", nil
 		}
 		h := sha256.Sum256([]byte(bootstrapKey))
-		if _, known := t.keys[h]; known {
+		t.mu.RLock()
+		_, known := t.keys[h]
+		t.mu.RUnlock()
+		if known {
 			return "", nil
 		}
 		p := t.newKey(h, "bootstrap", DefaultWorkspace, true)
 		if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
 			return "", fmt.Errorf("create key: %w", err)
 		}
+		t.mu.Lock()
 		t.index(p)
+		t.mu.Unlock()
 		return "", nil
 	}
 	at := t.now().UTC()
@@ -180,9 +192,11 @@ func (t *Tenancy) Bootstrap(bootstrapKey string) (string, error) {
 		persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
 		return "", fmt.Errorf("create account: %w", err)
 	}
+	t.mu.Lock()
 	t.account = account
 	t.workspaces[ws.ID] = ws
 	t.index(p)
+	t.mu.Unlock()
 	if bootstrapKey != "" {
 		return "", nil
 	}
@@ -277,14 +291,16 @@ func (t *Tenancy) CreateWorkspace(p Principal, name string) (Workspace, error) {
 	if name == "" || len(name) > 200 {
 		return Workspace{}, field.Errorf("name", "must be 1-200 characters")
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
 	at := t.now().UTC()
 	ws := Workspace{ID: id.New(id.Workspace, at, t.rnd), Name: name, CreatedAt: at}
 	if err := t.store.Put(persist.KV{Key: []byte(wsPrefix + ws.ID), Value: encodeWorkspace(ws)}); err != nil {
 		return Workspace{}, fmt.Errorf("create workspace: %w", err)
 	}
+	t.mu.Lock()
 	t.workspaces[ws.ID] = ws
+	t.mu.Unlock()
 	return ws, nil
 }
 
@@ -342,10 +358,13 @@ func (t *Tenancy) revoke(p Principal, wsID, keyID string) (Principal, []func(Pri
 	if err := t.check(p, wsID); err != nil {
 		return Principal{}, nil, err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	t.mu.RLock()
 	h, ok := t.byID[keyID]
 	k := t.keys[h]
+	hooks := t.onRevoke
+	t.mu.RUnlock()
 	if !ok || k.Home != wsID {
 		return Principal{}, nil, fmt.Errorf("api key %s: %w", keyID, engine.ErrNotFound)
 	}
@@ -353,14 +372,16 @@ func (t *Tenancy) revoke(p Principal, wsID, keyID string) (Principal, []func(Pri
 		return Principal{}, nil, fmt.Errorf("api key %s is an admin key: %w", keyID, ErrForbidden)
 	}
 	if !k.RevokedAt.IsZero() {
-		return k, t.onRevoke, nil
+		return k, hooks, nil
 	}
 	k.RevokedAt = t.now().UTC()
 	if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(k)}); err != nil {
 		return Principal{}, nil, fmt.Errorf("revoke key: %w", err)
 	}
+	t.mu.Lock()
 	t.keys[h] = k
-	return k, t.onRevoke, nil
+	t.mu.Unlock()
+	return k, hooks, nil
 }
 
 // check is nil if p may act on the existing workspace wsID.
@@ -377,19 +398,21 @@ func (t *Tenancy) check(p Principal, wsID string) error {
 func keyRecordKey(h [sha256.Size]byte) []byte { return []byte(fmt.Sprintf("%s%x", keyPrefix, h)) }
 
 func (t *Tenancy) addKey(secret, name, wsID string, admin bool) (Principal, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
 	h := sha256.Sum256([]byte(secret))
 	p := t.newKey(h, name, wsID, admin)
 	if err := t.store.Put(persist.KV{Key: keyRecordKey(h), Value: encodeKey(p)}); err != nil {
 		return Principal{}, fmt.Errorf("create key: %w", err)
 	}
+	t.mu.Lock()
 	t.index(p)
+	t.mu.Unlock()
 	return p, nil
 }
 
-// newKey makes the principal of a new key whose secret hashes to h; mu is
-// held.
+// newKey makes the principal of a new key whose secret hashes to h;
+// writeMu is held.
 func (t *Tenancy) newKey(h [sha256.Size]byte, name, wsID string, admin bool) Principal {
 	at := t.now().UTC()
 	return Principal{KeyID: id.New(id.APIKey, at, t.rnd), ProfileID: id.New(id.Profile, at, t.rnd),
