@@ -70,7 +70,7 @@ type agentLog struct {
 // batchPos is a batch's stream sequence and the agent sequence of its last event.
 type batchPos struct{ stream, last uint64 }
 
-// NewAgents creates or opens the snapshot bucket.
+// NewAgents opens the snapshot bucket, creating it if it does not exist.
 func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*Agents, error) {
 	if cfg.Partition == nil {
 		return nil, errors.New("jslog: AgentsConfig.Partition is required")
@@ -81,8 +81,14 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
-		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1)})
+	obj, err := js.ObjectStore(ctx, SnapshotBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obj, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
+			Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1)})
+		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			obj, err = js.ObjectStore(ctx, SnapshotBucket)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jslog: snapshot bucket: %w", err)
 	}

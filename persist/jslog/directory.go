@@ -81,7 +81,7 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject},
+	s, err := ensureStream(ctx, js, jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject},
 		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1), Retention: jetstream.LimitsPolicy,
 		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true})
 	if err != nil {
@@ -222,16 +222,22 @@ func (d *Directory) Get(key []byte) ([]byte, error) {
 		return v, err
 	}
 	// Absent here may mean not applied yet: catch up with the stream's end.
+	if err := d.CatchUp(); err != nil {
+		return nil, err
+	}
+	return d.local.Get(key)
+}
+
+// CatchUp returns once the mirror has applied every directory write made
+// before it was called, on any node.
+func (d *Directory) CatchUp() error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
 	info, err := d.stream.Info(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("jslog: directory: %w", err)
+		return fmt.Errorf("jslog: directory: %w", err)
 	}
-	if err := d.wait(ctx, info.State.LastSeq); err != nil {
-		return nil, err
-	}
-	return d.local.Get(key)
+	return d.wait(ctx, info.State.LastSeq)
 }
 
 // Scan implements persist.Store.Scan over the mirror as it is.

@@ -81,21 +81,37 @@ func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log,
 		cfg.Duplicates = 2 * time.Minute
 	}
 	prefix := subjectPrefix(p)
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        StreamName(p),
-		Subjects:    []string{prefix + ">"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(cfg.Replicas, 1),
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardNew,
-		Duplicates:  cfg.Duplicates,
-		AllowDirect: true,
+	s, err := ensureStream(ctx, js, jetstream.StreamConfig{
+		Name:       StreamName(p),
+		Subjects:   []string{prefix + ">"},
+		Storage:    jetstream.FileStorage,
+		Replicas:   max(cfg.Replicas, 1),
+		Retention:  jetstream.LimitsPolicy,
+		Discard:    jetstream.DiscardNew,
+		Duplicates: cfg.Duplicates,
+		// Reads go to the stream's leader: a direct get may be answered by
+		// a follower that has not yet stored the latest acknowledged write,
+		// and a new owner must read every one of them.
+		AllowDirect: false,
 		DenyDelete:  true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("jslog: partition %d stream: %w", p, err)
 	}
 	return &Log{js: js, stream: s, p: p, prefix: prefix}, nil
+}
+
+// ensureStream opens the stream cfg names, creating it if it does not
+// exist. An existing stream is taken as it is: its settings are those it
+// was created with.
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := js.Stream(ctx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if s, err = js.CreateStream(ctx, cfg); errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = js.Stream(ctx, cfg.Name) // made meanwhile by another node
+		}
+	}
+	return s, err
 }
 
 // ValidAgent reports whether id can be an agent of a Log: a subject token
