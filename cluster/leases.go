@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -495,16 +496,18 @@ func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 
 // giveBack hands p over: Owns stops reporting it, Release runs, and the
 // lease is deleted at its revision so another node can take it at once.
-func (l *Leases) giveBack(p int, ls *lease) {
+// It reports whether the bucket answered.
+func (l *Leases) giveBack(p int, ls *lease) bool {
 	l.lose(p)
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
 	defer cancel()
 	if err := l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(ls.rev)); err != nil {
 		// It expires within the TTL instead.
 		l.cfg.Logger.Warn("handing a partition over", "component", "cluster", "partition", p, "err", err)
-		return
+		return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout)
 	}
 	l.cfg.Logger.Info("partition handed over", "component", "cluster", "partition", p)
+	return true
 }
 
 // finish ends the loop: on Stop every partition is handed over and the
@@ -513,12 +516,19 @@ func (l *Leases) finish() {
 	if !l.handover.Load() {
 		return
 	}
+	reachable := true
 	for p := range l.owned {
 		if ls := l.owned[p].Load(); ls != nil {
-			l.giveBack(p, ls)
+			if reachable {
+				reachable = l.giveBack(p, ls)
+			} else {
+				l.lose(p) // the bucket did not answer: the rest expire
+			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
-	defer cancel()
-	_ = l.kv.Delete(ctx, nodeKey(l.cfg.Node))
+	if reachable {
+		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+		defer cancel()
+		_ = l.kv.Delete(ctx, nodeKey(l.cfg.Node))
+	}
 }

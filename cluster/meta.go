@@ -40,17 +40,21 @@ var ErrWrongCluster = errors.New("cluster: metadata disagrees")
 // partition count or lease TTL set and different from the cluster's, is
 // refused with ErrWrongCluster (the partition count cannot change once
 // agents are placed by it). replicas is the metadata bucket's replication.
-func Join(ctx context.Context, js jetstream.JetStream, want Meta, replicas int) (Meta, error) {
+// created tells whether this call created the cluster.
+func Join(ctx context.Context, js jetstream.JetStream, want Meta, replicas int) (m Meta, created bool, err error) {
 	if want.Name == "" || !ValidNode(want.Name) {
-		return Meta{}, fmt.Errorf("%w: cluster name %q (1-64 letters, digits, '-', '_')", ErrBadConfig, want.Name)
+		return Meta{}, false, fmt.Errorf("%w: cluster name %q (1-64 letters, digits, '-', '_')", ErrBadConfig, want.Name)
 	}
 	if want.Partitions < 0 || want.Partitions > MaxPartitions {
-		return Meta{}, fmt.Errorf("%w: %d partitions (1-%d)", ErrBadConfig, want.Partitions, MaxPartitions)
+		return Meta{}, false, fmt.Errorf("%w: %d partitions (1-%d)", ErrBadConfig, want.Partitions, MaxPartitions)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: MetaBucket, History: 1,
-		Storage: jetstream.FileStorage, Replicas: replicas})
+	kv, err := js.KeyValue(ctx, MetaBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: MetaBucket, History: 1,
+			Storage: jetstream.FileStorage, Replicas: replicas})
+	}
 	if err != nil {
-		return Meta{}, fmt.Errorf("cluster: metadata bucket: %w", err)
+		return Meta{}, false, fmt.Errorf("cluster: metadata bucket: %w", err)
 	}
 	create := want
 	if create.Partitions == 0 {
@@ -64,28 +68,28 @@ func Join(ctx context.Context, js jetstream.JetStream, want Meta, replicas int) 
 	}
 	b, err := json.Marshal(create)
 	if err != nil {
-		return Meta{}, err
+		return Meta{}, false, err
 	}
 	if _, err := kv.Create(ctx, MetaKey, b); err == nil {
-		return create, nil
+		return create, true, nil
 	} else if !errors.Is(err, jetstream.ErrKeyExists) {
-		return Meta{}, fmt.Errorf("cluster: creating metadata: %w", err)
+		return Meta{}, false, fmt.Errorf("cluster: creating metadata: %w", err)
 	}
 	e, err := kv.Get(ctx, MetaKey)
 	if err != nil {
-		return Meta{}, fmt.Errorf("cluster: reading metadata: %w", err)
+		return Meta{}, false, fmt.Errorf("cluster: reading metadata: %w", err)
 	}
 	var got Meta
 	if err := json.Unmarshal(e.Value(), &got); err != nil {
-		return Meta{}, fmt.Errorf("cluster: reading metadata: %w", err)
+		return Meta{}, false, fmt.Errorf("cluster: reading metadata: %w", err)
 	}
 	switch {
 	case got.Name != want.Name:
-		return Meta{}, fmt.Errorf("%w: this NATS holds cluster %q, not %q", ErrWrongCluster, got.Name, want.Name)
+		return Meta{}, false, fmt.Errorf("%w: this NATS holds cluster %q, not %q", ErrWrongCluster, got.Name, want.Name)
 	case want.Partitions != 0 && want.Partitions != got.Partitions:
-		return Meta{}, fmt.Errorf("%w: cluster %q has %d partitions, not %d", ErrWrongCluster, got.Name, got.Partitions, want.Partitions)
+		return Meta{}, false, fmt.Errorf("%w: cluster %q has %d partitions, not %d", ErrWrongCluster, got.Name, got.Partitions, want.Partitions)
 	case want.LeaseTTLMillis != 0 && want.LeaseTTLMillis != got.LeaseTTLMillis:
-		return Meta{}, fmt.Errorf("%w: cluster %q has a %v lease TTL, not %v", ErrWrongCluster, got.Name, got.LeaseTTL(), want.LeaseTTL())
+		return Meta{}, false, fmt.Errorf("%w: cluster %q has a %v lease TTL, not %v", ErrWrongCluster, got.Name, got.LeaseTTL(), want.LeaseTTL())
 	}
-	return got, nil
+	return got, false, nil
 }

@@ -15,9 +15,9 @@ func TestJoinCreatesTheMetadataOnceAndLaterNodesTakeIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first, err := Join(ctx, js, Meta{Name: "prod", Partitions: 16}, 1)
-	if err != nil {
-		t.Fatal(err)
+	first, created, err := Join(ctx, js, Meta{Name: "prod", Partitions: 16}, 1)
+	if err != nil || !created {
+		t.Fatalf("first Join: created %v, %v", created, err)
 	}
 	if first.Partitions != 16 || first.LeaseTTL() != DefaultLeaseTTL || first.CreatedAt.IsZero() {
 		t.Errorf("created %+v, want 16 partitions, the default lease TTL and a creation time", first)
@@ -37,9 +37,9 @@ func TestJoinCreatesTheMetadataOnceAndLaterNodesTakeIt(t *testing.T) {
 		{"too many partitions", Meta{Name: "prod", Partitions: MaxPartitions + 1}, ErrBadConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Join(ctx, js, tc.want, 1)
-			if !errors.Is(err, tc.err) {
-				t.Fatalf("Join: %v, want %v", err, tc.err)
+			got, created, err := Join(ctx, js, tc.want, 1)
+			if !errors.Is(err, tc.err) || created {
+				t.Fatalf("Join: created %v, %v; want %v", created, err, tc.err)
 			}
 			if err == nil && (got.Partitions != 16 || !got.CreatedAt.Equal(first.CreatedAt)) {
 				t.Errorf("Join = %+v, want the stored %+v", got, first)
@@ -53,7 +53,7 @@ func TestJoinFillsDefaultsForANewCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := Join(context.Background(), js, Meta{Name: "c1"}, 1)
+	m, _, err := Join(context.Background(), js, Meta{Name: "c1"}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
