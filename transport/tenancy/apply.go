@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"sync"
 
 	"github.com/plaudit/plaudit/persist"
 )
@@ -57,6 +58,39 @@ func (t *Tenancy) Apply(kvs []persist.KV) {
 		for _, fn := range hooks {
 			fn(p)
 		}
+	}
+}
+
+// CatchUpOnMiss makes an API key that is not known here wait for fn, then
+// be looked up again: in a cluster fn brings this node's copy of the
+// directory up to date, so a key made on another node a moment ago
+// authenticates here too. Concurrent misses share one call of fn. Set it
+// before serving.
+func (t *Tenancy) CatchUpOnMiss(fn func() error) { t.catchUp = fn }
+
+// caughtUp returns once a call of catchUp that began after caughtUp was
+// called has ended. Misses that arrive while a call runs share the next
+// one, so a flood of unknown keys costs one call at a time, not one each.
+func (t *Tenancy) caughtUp() {
+	t.catchMu.Lock()
+	defer t.catchMu.Unlock()
+	if t.catchCond == nil {
+		t.catchCond = sync.NewCond(&t.catchMu)
+	}
+	want := t.catchStarted + 1 // the first call to start from now on
+	for t.catchDone < want {
+		if t.catchRunning {
+			t.catchCond.Wait()
+			continue
+		}
+		t.catchRunning = true
+		t.catchStarted++
+		n := t.catchStarted
+		t.catchMu.Unlock()
+		_ = t.catchUp() // on failure the key is unknown as far as this node can tell
+		t.catchMu.Lock()
+		t.catchRunning, t.catchDone = false, n
+		t.catchCond.Broadcast()
 	}
 }
 

@@ -2,6 +2,8 @@ package tenancy
 
 import (
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,5 +115,34 @@ func TestRefreshTakesInWhatTheStoreGotBehindTheTenancysBack(t *testing.T) {
 	}
 	if b.AccountID() != a.AccountID() {
 		t.Errorf("b's account %s after Refresh, want a's %s", b.AccountID(), a.AccountID())
+	}
+}
+
+func TestAnUnknownKeyWaitsForTheDirectoryToCatchUpOnce(t *testing.T) {
+	ten, _ := openTenancy(t, t.TempDir(), "")
+	var calls atomic.Int32
+	release := make(chan struct{})
+	ten.CatchUpOnMiss(func() error {
+		calls.Add(1)
+		<-release
+		return nil
+	})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := ten.AuthenticateKey("pl_unknown"); !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("unknown key: %v", err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the misses arrive while the first call runs
+	close(release)
+	wg.Wait()
+	// The first miss's call, and one more for those that came during it
+	// (a few more if the scheduler held some back): far from one each.
+	if n := calls.Load(); n < 1 || n >= 10 {
+		t.Fatalf("20 misses made %d catch-up calls, want them to share a few", n)
 	}
 }

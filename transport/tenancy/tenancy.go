@@ -101,6 +101,15 @@ type Tenancy struct {
 	onRevoke   []func(Principal)
 
 	saveMu sync.Mutex // serialises SaveUsage
+
+	// catchUp, in a cluster, brings the directory up to date before a key
+	// is found unknown (CatchUpOnMiss). catchMu guards the calls' count:
+	// started, done, whether one runs.
+	catchUp                 func() error
+	catchMu                 sync.Mutex
+	catchCond               *sync.Cond
+	catchStarted, catchDone uint64
+	catchRunning            bool
 }
 
 // OnRevoke registers fn to run after a key is revoked, e.g. to close the
@@ -229,6 +238,12 @@ func (t *Tenancy) AuthenticateKey(secret string) (Principal, error) {
 	t.mu.RLock()
 	p, found := t.keys[h]
 	t.mu.RUnlock()
+	if !found && t.catchUp != nil {
+		t.caughtUp()
+		t.mu.RLock()
+		p, found = t.keys[h]
+		t.mu.RUnlock()
+	}
 	// The map is keyed by SHA-256 of the secret, so its lookup time tells an
 	// attacker nothing they can steer; the stored hash is then checked in
 	// constant time.
