@@ -1,7 +1,9 @@
 package api
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/plaudit/plaudit/persist"
 )
@@ -13,9 +15,18 @@ type Router interface {
 	Local(agentID string) bool
 	// Forward hands req to the node serving agentID and returns its
 	// answer. The node it reaches handles req as its own door would, with
-	// Forwarded set; it does not forward it again.
+	// Forwarded set; it does not forward it again. It returns ErrNoOwner
+	// when no node serves the agent now (its partition is between owners).
 	Forward(req *Request, agentID string) (Response, error)
 }
+
+// ErrNoOwner is a Router's answer for an agent no node serves at the
+// moment: its partition is being handed over, or its owner stopped.
+var ErrNoOwner = errors.New("no node serves the agent now")
+
+// handoverWait bounds how long a request waits for its agent to find a
+// node during a handover before it is answered 503 with a Retry-After.
+const handoverWait = 5 * time.Second
 
 // QueryArgs names every query argument an operation reads: a forwarded
 // request carries these (Request.Args).
@@ -59,16 +70,36 @@ func (c *call) route() (resp Response, ok bool, err error) {
 		return Response{}, false, nil
 	}
 	agentID := c.routeAgent()
-	if agentID == "" || r.Local(agentID) {
+	if agentID == "" {
 		return Response{}, false, nil
 	}
-	if c.req.Forwarded {
-		// Forwarded here, but not served here: the agent moved meanwhile.
-		return Response{}, false, fmt.Errorf("agent %s: %w", agentID, persist.ErrMoved)
+	// During a handover no node serves the agent for a moment: wait for
+	// one, here or there, within the request's deadline.
+	until := time.Now().Add(handoverWait)
+	if c.by.Before(until) {
+		until = c.by
 	}
-	resp, err = r.Forward(c.req, agentID)
-	if err != nil {
-		return Response{}, false, fmt.Errorf("agent %s: forwarding to its node: %v: %w", agentID, err, persist.ErrMoved)
+	for {
+		if r.Local(agentID) {
+			return Response{}, false, nil
+		}
+		if c.req.Forwarded {
+			// Forwarded here, but not served here: this node is still
+			// taking the agent's partition, or it moved on meanwhile.
+			if time.Now().Before(until) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			return Response{}, false, fmt.Errorf("agent %s: %w", agentID, persist.ErrMoved)
+		}
+		resp, err = r.Forward(c.req, agentID)
+		if errors.Is(err, ErrNoOwner) && time.Now().Before(until) {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return Response{}, false, fmt.Errorf("agent %s: forwarding to its node: %v: %w", agentID, err, persist.ErrMoved)
+		}
+		return resp, true, nil
 	}
-	return resp, true, nil
 }

@@ -73,15 +73,12 @@ func NewForwarder(nc *nats.Conn, local func(agentID string) bool, owner func(age
 // Local implements api.Router.
 func (f *Forwarder) Local(agentID string) bool { return f.local(agentID) }
 
-// errNoOwner: no node holds the agent's partition now (a handover).
-var errNoOwner = errors.New("no node serves the agent now")
-
 // Forward implements api.Router: one request to the owner, waiting until
 // the request's deadline.
 func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, error) {
 	node := f.owner(agentID)
 	if node == "" {
-		return api.Response{}, errNoOwner
+		return api.Response{}, api.ErrNoOwner
 	}
 	fw := forwarded{Op: req.Op, KeyID: req.Principal.KeyID, ProfileID: req.Principal.ProfileID,
 		KeyName: req.Principal.Name, Home: req.Principal.Home, Admin: req.Principal.Admin,
@@ -97,6 +94,10 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 		wait = time.Second
 	}
 	msg, err := f.nc.Request(ForwardSubject(node), data, wait)
+	if errors.Is(err, nats.ErrNoResponders) {
+		// The owner stopped, and its lease has not expired yet.
+		return api.Response{}, fmt.Errorf("node %s gone: %w", node, api.ErrNoOwner)
+	}
 	if err != nil {
 		return api.Response{}, fmt.Errorf("node %s: %w", node, err)
 	}
