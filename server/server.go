@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/backup"
+	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/console"
@@ -86,6 +88,10 @@ type Config struct {
 	// UsageSaveInterval is how often the keys' last use is written (1m);
 	// see tenancy.SaveUsage.
 	UsageSaveInterval time.Duration
+
+	// Cluster, when set, makes the server a node of a Plaudit cluster (see
+	// ClusterConfig); it needs the embedded NATS (no NATSURL).
+	Cluster *ClusterConfig
 }
 
 // Server is a running Plaudit.
@@ -108,6 +114,12 @@ type Server struct {
 	metricsDone chan error
 
 	usageStop, usageDone chan struct{} // saveUsage's; nil until it runs
+
+	// cluster is the node's cluster parts; nil for a single node.
+	cluster *clusterNode
+	// auth is the tenancy as the embedded NATS authenticates with it: set
+	// once the tenancy is loaded (a cluster node starts NATS before).
+	auth atomic.Pointer[tenancy.Tenancy]
 
 	// AdminKey is the admin key made at first start when none was given;
 	// empty otherwise. It is shown once.
@@ -152,27 +164,72 @@ func (s *Server) start() (err error) {
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	if cfg.Cluster != nil && cfg.NATSURL != "" {
+		return errors.New("cluster: a cluster node runs the embedded NATS (no NATS URL)")
+	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
 		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes}); err != nil {
 		return err
 	}
-	if s.tenancy, err = tenancy.Load(s.store, cfg.Now); err != nil {
+	// What the tenancy, the actors and the service keep their data in:
+	// the node's own store, or in a cluster the store on JetStream (which
+	// needs NATS first).
+	var store persist.Store = s.store
+	if cfg.Cluster != nil {
+		if err = s.startNATS(); err != nil {
+			return err
+		}
+		if s.cluster, err = s.joinCluster(); err != nil {
+			return err
+		}
+		store = s.cluster.store
+	}
+	if s.tenancy, err = tenancy.Load(store, cfg.Now); err != nil {
 		return fmt.Errorf("tenancy: %w", err)
 	}
-	s.registry = actors.New(actors.Config{Store: s.store, SnapshotEvery: cfg.SnapshotEvery,
+	if s.cluster != nil {
+		// Keys and workspaces made on other nodes, from now on and since Load.
+		s.cluster.dir.OnApply(s.tenancy.Apply)
+		s.tenancy.CatchUpOnMiss(s.cluster.dir.CatchUp)
+		if err = s.tenancy.Refresh(); err != nil {
+			return fmt.Errorf("tenancy: %w", err)
+		}
+	}
+	s.auth.Store(s.tenancy)
+	var serves func(string) bool
+	if s.cluster != nil {
+		serves = s.cluster.serves
+	}
+	s.registry = actors.New(actors.Config{Store: store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
-		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect})
+		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect, Serves: serves})
 	// NATS comes first: the service resumes pending judged rewards, whose
 	// judges it asks over NATS, as soon as it is ready.
-	if err = s.startNATS(); err != nil {
-		return err
+	if s.cluster == nil {
+		if err = s.startNATS(); err != nil {
+			return err
+		}
 	}
-	s.service, err = api.New(api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
+	if s.embedded != nil {
+		s.tenancy.OnRevoke(func(p tenancy.Principal) { s.embedded.Disconnect(p.KeyID) })
+	}
+	apiCfg := api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
 		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition,
-		AccessLog: cfg.AccessLog},
-		s.registry, s.tenancy, s.store)
+		AccessLog: cfg.AccessLog}
+	if s.cluster != nil {
+		apiCfg.Router = natsdoor.NewForwarder(s.nc, s.cluster.serves, s.cluster.owner)
+	}
+	s.service, err = api.New(apiCfg, s.registry, s.tenancy, store)
 	if err != nil {
 		return err
+	}
+	if s.cluster != nil {
+		if s.cluster.fwd, err = natsdoor.ServeForwarded(s.nc, s.cluster.cfg.Node, s.service, cfg.Logger); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		if err = s.cluster.startLeases(s, s.registry); err != nil {
+			return err
+		}
 	}
 	doorCfg := natsdoor.Config{MaxBody: cfg.MaxBody, Version: cfg.Version, Logger: cfg.Logger}
 	if s.embedded != nil {
@@ -196,9 +253,13 @@ func (s *Server) start() (err error) {
 			return fmt.Errorf("console: %w", err)
 		}
 	}
+	backup := s.backup
+	if s.cluster != nil {
+		backup = nil // a node's store holds a mirror, not the cluster's data
+	}
 	s.http = httpdoor.New(httpdoor.Config{MaxBody: cfg.MaxBody, BodyBudget: cfg.BodyBudget,
 		BodyTimeout: cfg.BodyTimeout, Logger: cfg.Logger, Metrics: doorMetrics,
-		Backup: s.backup, UI: ui}, s.service)
+		Backup: backup, UI: ui}, s.service)
 	// Every door listens: only now may the first start write its account
 	// and admin key.
 	if s.AdminKey, err = s.tenancy.Bootstrap(cfg.BootstrapKey); err != nil {
@@ -253,8 +314,11 @@ func (s *Server) startNATS() error {
 		if port == 0 {
 			port = natsserver.RANDOM_PORT
 		}
-		ten := s.tenancy
 		s.embedded, err = natsdoor.NewEmbedded(func(token string) (string, string, bool) {
+			ten := s.auth.Load()
+			if ten == nil { // a cluster node still joining
+				return "", "", false
+			}
 			p, err := ten.AuthenticateKey(token)
 			return p.KeyID, p.Home, err == nil
 		})
@@ -269,13 +333,17 @@ func (s *Server) startNATS() error {
 			maxBody = natsdoor.DefaultMaxBody
 		}
 		nopts.MaxPayload = int32(min(maxBody+natsHeaderRoom, math.MaxInt32))
+		if c := s.cfg.Cluster; c != nil {
+			if err := c.natsCluster(s.cfg.DataDir).Apply(nopts); err != nil {
+				return err
+			}
+		}
 		s.embedded.Logger = natsdoor.ServerLogger(s.cfg.Logger)
 		ns, err := s.embedded.Start(nopts)
 		if err != nil {
 			return err
 		}
 		s.nats = ns
-		ten.OnRevoke(func(p tenancy.Principal) { s.embedded.Disconnect(p.KeyID) })
 		url = ns.ClientURL()
 		opts = append(opts, s.embedded.ConnectOptions()...)
 	}
@@ -417,6 +485,18 @@ func (s *Server) closeAll() error {
 		_ = s.natsDoor.Stop()
 		s.natsDoor = nil
 	}
+	// A cluster node saves its keys' last use while its directory can
+	// still write (the doors are closed), then hands its partitions over:
+	// each one's actors finish their writes first.
+	if s.cluster != nil {
+		if saveUsage {
+			if err := s.tenancy.SaveUsage(); err != nil {
+				s.cfg.Logger.Warn("saving the keys' last use", "err", err)
+			}
+			saveUsage = false
+		}
+		s.cluster.stop()
+	}
 	if s.service != nil {
 		s.service.Close()
 		s.service = nil
@@ -428,6 +508,9 @@ func (s *Server) closeAll() error {
 	if s.nc != nil {
 		s.nc.Close()
 		s.nc = nil
+	}
+	if s.cluster != nil && s.cluster.dir != nil {
+		s.cluster.dir.Close()
 	}
 	if s.nats != nil {
 		s.nats.Shutdown()

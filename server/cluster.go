@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/cluster"
+	"github.com/plaudit/plaudit/persist/jslog"
+	"github.com/plaudit/plaudit/transport/natsdoor"
+)
+
+// ClusterConfig makes the server a node of a Plaudit cluster (see
+// docs/cluster.md): its embedded NATS joins the other nodes' with
+// JetStream, which holds the leases, the log and the directory.
+type ClusterConfig struct {
+	Name   string   // the cluster's name, the same on every node
+	Node   string   // this node's id, unique in the cluster
+	Listen string   // the address routes listen on, e.g. "127.0.0.1:6222"
+	Routes []string // every node's route address (this node's may be among them)
+	// Secret authenticates routes; every node must be given the same.
+	Secret string
+	// Partitions and LeaseTTL are the cluster's, set by its first node
+	// (64, 6s); zero takes the cluster's.
+	Partitions int
+	LeaseTTL   time.Duration
+	// Replicas is how many copies JetStream keeps of the log, leases and
+	// directory: min(3, len(Routes)) when zero.
+	Replicas int
+	// JoinTimeout bounds the wait for the cluster's JetStream at start
+	// (2m): a node of three waits for a second one to start.
+	JoinTimeout time.Duration
+}
+
+// clusterNode is what a cluster node runs besides a single node's parts.
+type clusterNode struct {
+	cfg      ClusterConfig
+	js       jetstream.JetStream
+	meta     cluster.Meta
+	replicas int
+	agents   *jslog.Agents
+	dir      *jslog.Directory
+	store    *jslog.Store
+	leases   *cluster.Leases
+	fwd      *nats.Subscription
+}
+
+func (c *ClusterConfig) replicas() int {
+	if c.Replicas > 0 {
+		return c.Replicas
+	}
+	return max(1, min(3, len(c.Routes)))
+}
+
+// natsCluster is the embedded server's cluster options.
+func (c *ClusterConfig) natsCluster(dataDir string) natsdoor.Cluster {
+	return natsdoor.Cluster{Name: c.Name, Node: c.Node, Listen: c.Listen, Routes: c.Routes, Secret: c.Secret,
+		StoreDir: filepath.Join(dataDir, "jetstream")}
+}
+
+// joinCluster reads or creates the cluster's metadata, waiting for
+// JetStream to have a leader, and opens the node's Store: agents on the
+// partition logs, the directory mirrored into the node's own store.
+func (s *Server) joinCluster() (*clusterNode, error) {
+	cfg := *s.cfg.Cluster
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = 2 * time.Minute
+	}
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return nil, err
+	}
+	c := &clusterNode{cfg: cfg, js: js, replicas: cfg.replicas()}
+	want := cluster.Meta{Name: cfg.Name, Partitions: cfg.Partitions, LeaseTTLMillis: cfg.LeaseTTL.Milliseconds()}
+	deadline := time.Now().Add(cfg.JoinTimeout)
+	var created bool
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c.meta, created, err = cluster.Join(ctx, js, want, c.replicas)
+		cancel()
+		if err == nil {
+			break
+		}
+		if errors.Is(err, cluster.ErrWrongCluster) || errors.Is(err, cluster.ErrBadConfig) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("cluster %s: %w", cfg.Name, err)
+		}
+		s.cfg.Logger.Info("waiting for the cluster's JetStream", "component", "cluster", "err", err)
+		time.Sleep(time.Second)
+	}
+	n := c.meta.Partitions
+	// The node that created the cluster makes its streams and buckets, the
+	// lease bucket last; the others wait for that one, then open them. (A
+	// replicated stream that several nodes ask JetStream to create at once
+	// answers none of them for seconds.) Each step is retried until the
+	// join's deadline.
+	if !created {
+		err = s.untilJoined(deadline, "the node that created the cluster", func(ctx context.Context) error {
+			_, err := js.KeyValue(ctx, cluster.LeaseBucket)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	err = s.untilJoined(deadline, "the snapshot bucket", func(ctx context.Context) (err error) {
+		c.agents, err = jslog.NewAgents(ctx, js, jslog.AgentsConfig{Replicas: c.replicas,
+			Partition: func(agent string) int { return cluster.PartitionOf(agent, n) }})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The partitions' logs exist before any node takes a partition, so
+	// taking one only fences it.
+	for p := range n {
+		err = s.untilJoined(deadline, "a partition's log", func(ctx context.Context) error {
+			_, err := jslog.Open(ctx, js, p, jslog.Config{Replicas: c.replicas})
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	err = s.untilJoined(deadline, "the directory", func(ctx context.Context) (err error) {
+		c.dir, err = jslog.OpenDirectory(ctx, js, s.store, jslog.DirectoryConfig{Replicas: c.replicas})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.store = jslog.NewStore(c.agents, c.dir, s.store)
+	if _, err = c.leaseBucket(s); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// untilJoined retries fn, each try given 10s, until it succeeds or the
+// deadline passes.
+func (s *Server) untilJoined(deadline time.Time, what string, fn func(ctx context.Context) error) error {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: %s: %w", what, err)
+		}
+		s.cfg.Logger.Info("waiting for the cluster's JetStream", "component", "cluster", "for", what, "err", err)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// partition is agentID's partition in the cluster.
+func (c *clusterNode) partition(agentID string) int { return cluster.PartitionOf(agentID, c.meta.Partitions) }
+
+// serves reports whether this node owns agentID's partition now.
+func (c *clusterNode) serves(agentID string) bool {
+	if c.leases == nil {
+		return false
+	}
+	_, ok := c.leases.Owns(c.partition(agentID))
+	return ok
+}
+
+// owner is the node holding agentID's partition, as last watched.
+func (c *clusterNode) owner(agentID string) string {
+	if c.leases == nil {
+		return ""
+	}
+	return c.leases.Owner(c.partition(agentID))
+}
+
+// startLeases starts taking partitions: each one taken has its log fenced
+// at the lease's epoch and handed to the agents; each one lost has its
+// agents' actors stopped first, then its log taken back.
+func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
+	kv, err := c.leaseBucket(s)
+	if err != nil {
+		return err
+	}
+	c.leases, err = cluster.StartLeases(kv, cluster.LeaseConfig{Node: c.cfg.Node, Partitions: c.meta.Partitions,
+		TTL: c.meta.LeaseTTL(), Logger: s.cfg.Logger,
+		Acquire: func(p int, epoch uint64) error {
+			ctx, cancel := context.WithTimeout(context.Background(), c.meta.LeaseTTL()/3)
+			defer cancel()
+			l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
+			if err != nil {
+				return err
+			}
+			if err := l.Fence(ctx, epoch); err != nil {
+				return err
+			}
+			c.agents.Own(p, l)
+			return nil
+		},
+		Release: func(p int) {
+			reg.Evict(func(agentID string) bool { return c.partition(agentID) == p })
+			c.agents.Disown(p)
+		}})
+	return err
+}
+
+// leaseBucket opens the lease bucket, creating it if it does not exist.
+func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) {
+	err = s.untilJoined(time.Now().Add(c.cfg.JoinTimeout), "the lease bucket", func(ctx context.Context) (err error) {
+		if kv, err = c.js.KeyValue(ctx, cluster.LeaseBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = c.js.CreateKeyValue(ctx, cluster.LeaseBucketConfig(c.replicas, c.meta.LeaseTTL()))
+		}
+		return err
+	})
+	return kv, err
+}
+
+// stop hands the node's partitions over and stops serving forwarded
+// requests.
+func (c *clusterNode) stop() {
+	if c.fwd != nil {
+		_ = c.fwd.Unsubscribe()
+	}
+	if c.leases != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.leases.Stop(ctx)
+	}
+}

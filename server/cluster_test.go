@@ -1,0 +1,145 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startCluster starts n servers as one cluster, in this process, on
+// loopback ports: their embedded NATS servers routed together, JetStream
+// holding leases, log and directory. They start at once: each waits for
+// the cluster's JetStream to have a leader.
+func startCluster(t *testing.T, n int) []*Server {
+	t.Helper()
+	if _, err := theOpenAPI(); err != nil {
+		t.Fatal(err)
+	}
+	routes := make([]string, n)
+	for i := range routes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes[i] = ln.Addr().String()
+		_ = ln.Close()
+	}
+	started := time.Now()
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			servers[i], errs[i] = Start(Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+				Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", i), BootstrapKey: adminKey, Cluster: &ClusterConfig{Name: "test", Node: fmt.Sprintf("n%d", i),
+					Listen: routes[i], Routes: routes, Secret: "route-secret", Partitions: 8, LeaseTTL: 3 * time.Second}})
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d nodes started after %v", n, time.Since(started))
+	// Closed together: closed one by one, the last ones would wait on a
+	// JetStream that lost its quorum to hand their partitions over.
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, s := range servers {
+			if s != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); _ = s.Close() }()
+			}
+		}
+		wg.Wait()
+	})
+	for i := range servers {
+		if errs[i] != nil {
+			t.Fatalf("node n%d: %v", i, errs[i])
+		}
+	}
+	// Every partition owned, each node holding its share (8 among n).
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		owned, least := 0, 8
+		for _, s := range servers {
+			mine := len(s.cluster.leases.Owned())
+			owned, least = owned+mine, min(least, mine)
+		}
+		if owned == 8 && least >= 8/n {
+			t.Logf("cluster of %d ready after %v", n, time.Since(started))
+			return servers
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 partitions owned, the fewest by one node %d, after 60s", owned, least)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEveryNodeOfAClusterServesEveryAgent(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c := make([]*client, len(nodes))
+	for i, s := range nodes {
+		c[i] = newClient(t, s, adminKey)
+	}
+	began := time.Now()
+	defer func() { t.Logf("requests took %v", time.Since(began)) }()
+	// An agent and a run made on each node, signals sent to every node.
+	type agentRun struct{ agent, run string }
+	var made []agentRun
+	for i := range nodes {
+		agent := str(t, c[i].must(201, "POST", "/api/v1/agents", fmt.Sprintf(`{"name": "made-on-%d"}`, i)), "id")
+		run := str(t, c[(i+1)%3].must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`), "id")
+		made = append(made, agentRun{agent, run})
+	}
+	for _, ar := range made {
+		for j := range nodes {
+			c[j].must(201, "POST", "/api/v1/agents/"+ar.agent+"/signals",
+				fmt.Sprintf(`{"kind": "human.rating", "value": 4, "run_id": %q, "dedup_key": "from-%d"}`, ar.run, j))
+		}
+	}
+	t.Logf("writes took %v", time.Since(began))
+	// Every node reads every signal, whichever node it went to.
+	for _, ar := range made {
+		for j := range nodes {
+			items := list(t, c[j].must(200, "GET", "/api/v1/agents/"+ar.agent+"/runs/"+ar.run+"/signals", ""), "items")
+			if len(items) != 3 {
+				t.Fatalf("node n%d reads %d signals of agent %s, want 3", j, len(items), ar.agent)
+			}
+		}
+	}
+	// A key made on one node authenticates on the others.
+	key := str(t, c[0].must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "ci"}`), "key")
+	for j := range nodes {
+		c[j].as(key).must(200, "GET", "/api/v1/agents/"+made[0].agent, "")
+	}
+}
+
+func TestANodeThatStopsHandsItsAgentsToTheOthers(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c0 := newClient(t, nodes[0], adminKey)
+	c2 := newClient(t, nodes[2], adminKey)
+	// Agents made on node 1 live in its partitions.
+	c1 := newClient(t, nodes[1], adminKey)
+	var agents, runs []string
+	for i := range 4 {
+		agent := str(t, c1.must(201, "POST", "/api/v1/agents", fmt.Sprintf(`{"name": "a%d"}`, i)), "id")
+		run := str(t, c1.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`), "id")
+		c1.must(201, "POST", "/api/v1/agents/"+agent+"/signals",
+			fmt.Sprintf(`{"kind": "human.rating", "value": 5, "run_id": %q, "dedup_key": "before"}`, run))
+		agents, runs = append(agents, agent), append(runs, run)
+	}
+	if err := nodes[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, agent := range agents {
+		c0.must(201, "POST", "/api/v1/agents/"+agent+"/signals",
+			fmt.Sprintf(`{"kind": "human.rating", "value": 3, "run_id": %q, "dedup_key": "after"}`, runs[i]))
+		items := list(t, c2.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+runs[i]+"/signals", ""), "items")
+		if len(items) != 2 {
+			t.Fatalf("agent %s after its node stopped: %d signals, want the one before and the one after", agent, len(items))
+		}
+	}
+}
