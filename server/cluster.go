@@ -160,7 +160,9 @@ func (s *Server) untilJoined(deadline time.Time, what string, fn func(ctx contex
 }
 
 // partition is agentID's partition in the cluster.
-func (c *clusterNode) partition(agentID string) int { return cluster.PartitionOf(agentID, c.meta.Partitions) }
+func (c *clusterNode) partition(agentID string) int {
+	return cluster.PartitionOf(agentID, c.meta.Partitions)
+}
 
 // serves reports whether this node owns agentID's partition now.
 func (c *clusterNode) serves(agentID string) bool {
