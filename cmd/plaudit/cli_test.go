@@ -80,6 +80,10 @@ func TestBadCommandLinesExitOne(t *testing.T) {
 		{[]string{"serve", "--max-body", "lots"}, "--max-body"},
 		{[]string{"bench", "-c", "0"}, "positive integers"},
 		{[]string{"keys", "list"}, "missing flags: --key"},
+		{[]string{"serve", "--cluster", "c1"}, "--cluster needs --node"},
+		{[]string{"serve", "--cluster", "c1", "--node", "a"}, "--cluster needs --nats-cluster-listen"},
+		{[]string{"serve", "--cluster", "c1", "--node", "a", "--nats-cluster-listen", "127.0.0.1:6222"}, "--cluster needs --nats-routes"},
+		{[]string{"serve", "--node", "a"}, "need --cluster"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -102,7 +106,8 @@ func TestVersion(t *testing.T) {
 var serveFlags = []string{"data", "http", "nats-listen", "nats-url", "nats-creds", "nats-nkey", "max-body",
 	"body-budget", "body-timeout", "snapshot-every", "snapshot-interval", "idle-timeout", "mailbox-limit",
 	"idempotency-ttl", "judge-deadline", "request-deadline", "min-free-bytes", "ballast-bytes",
-	"durable-select", "log-level", "log-format", "access-log", "metrics", "pprof", "pprof-mutex-fraction", "pprof-block-rate"}
+	"durable-select", "log-level", "log-format", "access-log", "metrics", "pprof", "pprof-mutex-fraction", "pprof-block-rate",
+	"cluster", "node", "nats-cluster-listen", "nats-routes", "partitions", "lease-ttl"}
 
 // TestEveryServeFlagHasItsEnvironmentVariable: --nats-listen reads
 // $PLAUDIT_NATS_LISTEN, and so on for every flag.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -41,6 +42,15 @@ type serveCmd struct {
 	Pprof            string        `name:"pprof" env:"PLAUDIT_PPROF" placeholder:"ADDR" help:"Serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); off when empty."`
 	PprofMutex       int           `name:"pprof-mutex-fraction" default:"0" env:"PLAUDIT_PPROF_MUTEX_FRACTION" help:"With --pprof: runtime.SetMutexProfileFraction (0: mutex profile off)."`
 	PprofBlock       int           `name:"pprof-block-rate" default:"0" env:"PLAUDIT_PPROF_BLOCK_RATE" help:"With --pprof: runtime.SetBlockProfileRate in ns (0: block profile off)."`
+
+	// A cluster node: PLAUDIT_CLUSTER_SECRET, which the routes authenticate
+	// with, is read from the environment only, like the bootstrap key.
+	Cluster           string        `name:"cluster" env:"PLAUDIT_CLUSTER" placeholder:"NAME" help:"Run as a node of the Plaudit cluster NAME (docs/cluster.md); needs --node, --nats-cluster-listen and --nats-routes."`
+	Node              string        `name:"node" env:"PLAUDIT_NODE" placeholder:"ID" help:"This node's id in the cluster: 1-64 letters, digits, '-' or '_', unique."`
+	NATSClusterListen string        `name:"nats-cluster-listen" env:"PLAUDIT_NATS_CLUSTER_LISTEN" placeholder:"ADDR" help:"Address the embedded NATS listens on for the other nodes' routes."`
+	NATSRoutes        []string      `name:"nats-routes" env:"PLAUDIT_NATS_ROUTES" sep:"," placeholder:"ADDR,..." help:"Every node's --nats-cluster-listen address (this node's may be among them)."`
+	Partitions        int           `name:"partitions" default:"0" env:"PLAUDIT_PARTITIONS" help:"Partitions of a new cluster (0: 64); a node joining takes the cluster's."`
+	LeaseTTL          time.Duration `name:"lease-ttl" default:"0s" env:"PLAUDIT_LEASE_TTL" help:"How long a stopped node's partitions wait before another node takes them, for a new cluster (0: 6s)."`
 }
 
 // config is the server.Config the flags describe, without a logger.
@@ -51,7 +61,37 @@ func (c serveCmd) config() server.Config {
 		IdleTimeout: c.IdleTimeout, MailboxLimit: c.MailboxLimit, IdempotencyTTL: c.IdempotencyTTL,
 		JudgeDeadline: c.JudgeDeadline, RequestDeadline: c.RequestDeadline, MinFreeBytes: c.MinFreeBytes,
 		BallastBytes: c.BallastBytes, DurableSelect: c.DurableSelect, AccessLog: c.AccessLog, MetricsAddr: c.Metrics,
-		BootstrapKey: os.Getenv("PLAUDIT_BOOTSTRAP_KEY"), Version: version}
+		BootstrapKey: os.Getenv("PLAUDIT_BOOTSTRAP_KEY"), Version: version, Cluster: c.cluster()}
+}
+
+// cluster is the node's cluster configuration; nil without --cluster.
+func (c serveCmd) cluster() *server.ClusterConfig {
+	if c.Cluster == "" {
+		return nil
+	}
+	return &server.ClusterConfig{Name: c.Cluster, Node: c.Node, Listen: c.NATSClusterListen, Routes: c.NATSRoutes,
+		Secret: os.Getenv("PLAUDIT_CLUSTER_SECRET"), Partitions: c.Partitions, LeaseTTL: c.LeaseTTL}
+}
+
+// Validate refuses a cluster flag without the others it needs.
+func (c serveCmd) Validate() error {
+	if c.Cluster == "" {
+		if c.Node != "" || c.NATSClusterListen != "" || len(c.NATSRoutes) > 0 {
+			return errors.New("--node, --nats-cluster-listen and --nats-routes need --cluster")
+		}
+		return nil
+	}
+	switch {
+	case c.Node == "":
+		return errors.New("--cluster needs --node")
+	case c.NATSClusterListen == "":
+		return errors.New("--cluster needs --nats-cluster-listen")
+	case len(c.NATSRoutes) == 0:
+		return errors.New("--cluster needs --nats-routes")
+	case c.NATSURL != "":
+		return errors.New("--cluster runs the embedded NATS: drop --nats-url")
+	}
+	return nil
 }
 
 // Run serves until SIGINT or SIGTERM, then drains.
@@ -82,7 +122,7 @@ func (c *serveCmd) Run(con *console) error {
 		metricsAt = srv.HTTPAddr()
 	}
 	logger.Info("plaudit ready", "http", srv.HTTPAddr(), "nats", srv.NATSURL(), "metrics", metricsAt+"/metrics",
-		"data", cfg.DataDir, "account", srv.AccountID())
+		"data", cfg.DataDir, "account", srv.AccountID(), "cluster", c.Cluster, "node", c.Node)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
