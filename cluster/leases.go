@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -78,6 +77,12 @@ type Leases struct {
 	runID string
 
 	owned []atomic.Pointer[lease] // by partition; nil when not owned
+	// releasing marks partitions whose Release is running, in a goroutine
+	// of its own (it waits for the partition's writes, and the leases of
+	// the others must go on being renewed meanwhile); such a partition is
+	// not taken again until it is done. releases counts them.
+	releasing []atomic.Bool
+	releases  sync.WaitGroup
 
 	wake     chan struct{}
 	stop     chan struct{} // closed by Stop or halt
@@ -169,7 +174,8 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 		return nil, fmt.Errorf("cluster: watching leases: %w", err)
 	}
 	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
-		owned: make([]atomic.Pointer[lease], cfg.Partitions), wake: make(chan struct{}, 1),
+		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
+		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{}), view: map[string]leaseValue{}}
 	// The bucket as it is now, before the first round: a node that starts
 	// must see the leases already held, or it would count itself alone.
@@ -250,7 +256,7 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 	defer tick.Stop()
 	since := time.Now().UTC()
 	l.round(since)
-	for {
+	for rounds := 1; ; {
 		select {
 		case <-l.stop:
 			l.finish()
@@ -266,7 +272,47 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 				l.round(since)
 			}
 		case <-tick.C:
+			// A watch can stall without ending (JetStream moving the
+			// bucket's leader); now and then the view is read afresh.
+			if rounds++; rounds%rewatchEvery == 0 {
+				w = l.reload(w)
+			}
 			l.round(since)
+		}
+	}
+}
+
+// rewatchEvery is how many rounds apart the view is read afresh.
+const rewatchEvery = 10
+
+// reload replaces w with a new watch and the view with what it reads
+// first; if the bucket does not answer in time, w and the view are kept.
+func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
+	nw, err := l.kv.WatchAll(context.Background())
+	if err != nil {
+		return w
+	}
+	fresh := map[string]leaseValue{}
+	timeout := time.After(l.opTimeout())
+	for {
+		select {
+		case e, ok := <-nw.Updates():
+			if !ok {
+				_ = nw.Stop()
+				return w
+			}
+			if e == nil { // the initial values are all in
+				_ = w.Stop()
+				l.view = fresh
+				l.publishOwners()
+				return nw
+			}
+			if v, ok := decodeLease(e); ok {
+				fresh[e.Key()] = v
+			}
+		case <-timeout:
+			_ = nw.Stop()
+			return w
 		}
 	}
 }
@@ -292,15 +338,27 @@ func (l *Leases) observe(e jetstream.KeyValueEntry) bool {
 		l.publishOwners()
 		return known
 	}
-	var v leaseValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
-		l.cfg.Logger.Warn("unreadable lease entry", "component", "cluster", "key", key, "err", err)
+	v, ok := decodeLease(e)
+	if !ok {
+		l.cfg.Logger.Warn("unreadable lease entry", "component", "cluster", "key", key)
 		return false
 	}
-	v.rev = e.Revision()
 	l.view[key] = v
 	l.publishOwners()
 	return !known && strings.HasPrefix(key, "node.")
+}
+
+// decodeLease reads a watched entry that holds a lease or heartbeat.
+func decodeLease(e jetstream.KeyValueEntry) (leaseValue, bool) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return leaseValue{}, false
+	}
+	var v leaseValue
+	if json.Unmarshal(e.Value(), &v) != nil {
+		return leaseValue{}, false
+	}
+	v.rev = e.Revision()
+	return v, true
 }
 
 // publishOwners copies each partition's owner from view for Owner.
@@ -384,9 +442,20 @@ func (l *Leases) renew(p int, ls *lease) {
 	}
 }
 
-func (l *Leases) lose(p int) {
+// lose stops reporting p as owned at once and releases it in the
+// background; then, if given, runs after (the lease's deletion).
+func (l *Leases) lose(p int, then ...func()) {
 	l.owned[p].Store(nil)
-	l.cfg.Release(p)
+	l.releasing[p].Store(true)
+	l.releases.Add(1)
+	go func() {
+		defer l.releases.Done()
+		l.cfg.Release(p)
+		for _, fn := range then {
+			fn()
+		}
+		l.releasing[p].Store(false)
+	}()
 }
 
 // balance takes free partitions while this node holds fewer than its fair
@@ -416,7 +485,7 @@ func (l *Leases) balance() {
 			if mine >= share || moves >= movesPerRound {
 				break
 			}
-			if l.owned[p].Load() != nil {
+			if l.owned[p].Load() != nil || l.releasing[p].Load() {
 				continue
 			}
 			// A lease of another node, or of an earlier run of this one,
@@ -494,41 +563,34 @@ func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 	return true
 }
 
-// giveBack hands p over: Owns stops reporting it, Release runs, and the
-// lease is deleted at its revision so another node can take it at once.
-// It reports whether the bucket answered.
-func (l *Leases) giveBack(p int, ls *lease) bool {
-	l.lose(p)
-	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
-	defer cancel()
-	if err := l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(ls.rev)); err != nil {
-		// It expires within the TTL instead.
-		l.cfg.Logger.Warn("handing a partition over", "component", "cluster", "partition", p, "err", err)
-		return !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout)
-	}
-	l.cfg.Logger.Info("partition handed over", "component", "cluster", "partition", p)
-	return true
+// giveBack hands p over: Owns stops reporting it, and in the background
+// Release runs, then the lease is deleted at its revision so another node
+// can take it at once (or, if the bucket does not answer, it expires).
+func (l *Leases) giveBack(p int, ls *lease) {
+	l.lose(p, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+		defer cancel()
+		if err := l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(ls.rev)); err != nil {
+			l.cfg.Logger.Warn("handing a partition over", "component", "cluster", "partition", p, "err", err)
+			return
+		}
+		l.cfg.Logger.Info("partition handed over", "component", "cluster", "partition", p)
+	})
 }
 
 // finish ends the loop: on Stop every partition is handed over and the
 // heartbeat deleted; on halt nothing is (the leases expire).
 func (l *Leases) finish() {
+	defer l.releases.Wait()
 	if !l.handover.Load() {
 		return
 	}
-	reachable := true
 	for p := range l.owned {
 		if ls := l.owned[p].Load(); ls != nil {
-			if reachable {
-				reachable = l.giveBack(p, ls)
-			} else {
-				l.lose(p) // the bucket did not answer: the rest expire
-			}
+			l.giveBack(p, ls)
 		}
 	}
-	if reachable {
-		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
-		defer cancel()
-		_ = l.kv.Delete(ctx, nodeKey(l.cfg.Node))
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
+	_ = l.kv.Delete(ctx, nodeKey(l.cfg.Node))
 }
