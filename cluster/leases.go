@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,8 +93,10 @@ type Leases struct {
 
 	// view is the bucket as last watched, by key; only run touches it.
 	view map[string]leaseValue
-	// owners is each partition's owner in view, for Owner.
-	owners atomic.Pointer[[]string]
+	// owners is each partition's owner in view, for Owner; members the
+	// live nodes in view, for Members.
+	owners  atomic.Pointer[[]string]
+	members atomic.Pointer[[]Member]
 }
 
 // lease is a held partition: its epoch (the revision that acquired it), its
@@ -361,13 +364,37 @@ func decodeLease(e jetstream.KeyValueEntry) (leaseValue, bool) {
 	return v, true
 }
 
-// publishOwners copies each partition's owner from view for Owner.
+// Member is a live node of the cluster: its id and when it started.
+type Member struct {
+	Node  string
+	Since time.Time
+}
+
+// Members lists the live nodes (whose heartbeat has not expired), by id,
+// as last watched.
+func (l *Leases) Members() []Member {
+	if m := l.members.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+// publishOwners copies each partition's owner, and the live nodes, from
+// view for Owner and Members.
 func (l *Leases) publishOwners() {
 	o := make([]string, l.cfg.Partitions)
 	for p := range o {
 		o[p] = l.view[partitionKey(p)].Node
 	}
 	l.owners.Store(&o)
+	var m []Member
+	for key, v := range l.view {
+		if strings.HasPrefix(key, "node.") {
+			m = append(m, Member{Node: v.Node, Since: v.Since})
+		}
+	}
+	slices.SortFunc(m, func(a, b Member) int { return strings.Compare(a.Node, b.Node) })
+	l.members.Store(&m)
 }
 
 // idleWatcher stands in for a watch that could not be started.

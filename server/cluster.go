@@ -13,6 +13,7 @@ import (
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/cluster"
 	"github.com/plaudit/plaudit/persist/jslog"
+	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/natsdoor"
 )
 
@@ -220,6 +221,23 @@ func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) 
 		return err
 	})
 	return kv, err
+}
+
+// status is the node's view of the cluster, for GET /v1/cluster.
+func (c *clusterNode) status() (api.ClusterStatus, error) {
+	lag, err := c.dir.Lag()
+	if err != nil {
+		return api.ClusterStatus{}, err
+	}
+	st := api.ClusterStatus{Name: c.meta.Name, Node: c.cfg.Node, Partitions: c.meta.Partitions,
+		LeaseTTL: c.meta.LeaseTTL(), DirectoryLag: lag}
+	for _, m := range c.leases.Members() {
+		st.Members = append(st.Members, api.ClusterMember{Node: m.Node, Since: m.Since})
+	}
+	for p := range c.meta.Partitions {
+		st.Owners = append(st.Owners, c.leases.Owner(p))
+	}
+	return st, nil
 }
 
 // stop hands the node's partitions over and stops serving forwarded

@@ -115,6 +115,26 @@ func TestEveryNodeOfAClusterServesEveryAgent(t *testing.T) {
 	for j := range nodes {
 		c[j].as(key).must(200, "GET", "/api/v1/agents/"+made[0].agent, "")
 	}
+	// Every node shows the same cluster to an admin, and nothing to others.
+	for j := range nodes {
+		st := c[j].must(200, "GET", "/v1/cluster", "")
+		if st["node"] != fmt.Sprintf("n%d", j) || st["name"] != "test" || st["partitions"] != 8.0 {
+			t.Errorf("n%d's /v1/cluster: %v", j, st)
+		}
+		owned := 0.0
+		for _, n := range list(t, st, "nodes") {
+			owned += n.(map[string]any)["partitions"].(float64)
+		}
+		if len(list(t, st, "nodes")) != 3 || owned != 8 {
+			t.Errorf("n%d sees nodes %v, owning %v partitions; want 3 nodes owning all 8", j, st["nodes"], owned)
+		}
+		c[j].as(key).must(403, "GET", "/v1/cluster", "")
+	}
+}
+
+func TestASingleServerHasNoCluster(t *testing.T) {
+	s := startServer(t, Config{})
+	newClient(t, s, adminKey).must(404, "GET", "/v1/cluster", "")
 }
 
 func TestANodeThatStopsHandsItsAgentsToTheOthers(t *testing.T) {

@@ -218,6 +218,7 @@ func (s *Server) start() (err error) {
 		AccessLog: cfg.AccessLog}
 	if s.cluster != nil {
 		apiCfg.Router = natsdoor.NewForwarder(s.nc, s.cluster.serves, s.cluster.owner)
+		apiCfg.Cluster = s.cluster.status
 	}
 	s.service, err = api.New(apiCfg, s.registry, s.tenancy, store)
 	if err != nil {

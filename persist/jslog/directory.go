@@ -228,6 +228,20 @@ func (d *Directory) Get(key []byte) ([]byte, error) {
 	return d.local.Get(key)
 }
 
+// Lag is how many directory writes the stream holds that this node's
+// mirror has not applied yet.
+func (d *Directory) Lag() (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	info, err := d.stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("jslog: directory: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return info.State.LastSeq - min(d.applied, info.State.LastSeq), nil
+}
+
 // CatchUp returns once the mirror has applied every directory write made
 // before it was called, on any node.
 func (d *Directory) CatchUp() error {

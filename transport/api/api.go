@@ -78,6 +78,9 @@ const (
 	GetJudgedReward    Op = "get_judged_reward"
 	TaskCalibration    Op = "task_calibration"    // judged rewards against reviews
 	TaskRewardSummary  Op = "task_reward_summary" // the reward distribution per task version
+
+	// A cluster node's view of its cluster (admins).
+	GetCluster Op = "get_cluster"
 )
 
 // Target names what an operation acts on: the path parameters of HTTP, the

@@ -61,6 +61,8 @@ var handlers = map[Op]handler{
 	GetJudgedReward:    {fn: (*call).getJudgedReward},
 	TaskCalibration:    {fn: (*call).taskCalibration},
 	TaskRewardSummary:  {fn: (*call).taskRewardSummary},
+
+	GetCluster: {fn: (*call).getCluster},
 }
 
 // BodyArgs maps a body's top-level string and number members to their text:

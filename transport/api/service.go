@@ -46,6 +46,9 @@ type Config struct {
 	// Router, in a cluster, sends a request for an agent another node
 	// serves to that node; nil serves every agent here.
 	Router Router
+	// Cluster, in a cluster, reports this node's view of it (GET
+	// /v1/cluster); nil on a single node.
+	Cluster func() (ClusterStatus, error)
 }
 
 // Service serves every operation. It is safe for concurrent use.

@@ -44,6 +44,7 @@ var routes = []route{
 	{"GET", "/v1/workspaces/{ws}/api-keys", api.ListAPIKeys},
 	{"POST", "/v1/workspaces/{ws}/api-keys", api.CreateAPIKey},
 	{"DELETE", "/v1/workspaces/{ws}/api-keys/{key}", api.RevokeAPIKey},
+	{"GET", "/v1/cluster", api.GetCluster},
 
 	{"GET", "/api/v1/agents", api.ListAgents},
 	{"POST", "/api/v1/agents", api.CreateAgent},

@@ -1,0 +1,85 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// ClusterStatus is a cluster node's view of its cluster.
+type ClusterStatus struct {
+	Name, Node string
+	Partitions int
+	LeaseTTL   time.Duration
+	Members    []ClusterMember // the live nodes, by id
+	Owners     []string        // each partition's owner, "" for none
+	// DirectoryLag is how many directory writes this node has not applied
+	// yet.
+	DirectoryLag uint64
+}
+
+// ClusterMember is a live node.
+type ClusterMember struct {
+	Node  string
+	Since time.Time
+}
+
+// getCluster answers GET /v1/cluster: admins only; 404 on a single node.
+func (c *call) getCluster() (result, error) {
+	if !c.p.Admin {
+		return result{}, fmt.Errorf("the cluster's state: %w", tenancy.ErrForbidden)
+	}
+	if c.s.cfg.Cluster == nil {
+		return result{}, notFound("cluster", "(this server runs alone)")
+	}
+	st, err := c.s.cfg.Cluster()
+	if err != nil {
+		return result{}, err
+	}
+	return ok(appendCluster(nil, st))
+}
+
+func appendCluster(b []byte, st ClusterStatus) []byte {
+	held := map[string]int{}
+	for _, o := range st.Owners {
+		held[o]++
+	}
+	b = append(b, '{')
+	b = jsonw.Key(b, "name")
+	b = jsonw.String(b, st.Name)
+	b = jsonw.Key(b, "node")
+	b = jsonw.String(b, st.Node)
+	b = jsonw.Key(b, "partitions")
+	b = jsonw.Int(b, int64(st.Partitions))
+	b = jsonw.Key(b, "lease_ttl_ms")
+	b = jsonw.Int(b, st.LeaseTTL.Milliseconds())
+	b = jsonw.Key(b, "directory_lag")
+	b = jsonw.Int(b, int64(st.DirectoryLag))
+	b = jsonw.Key(b, "nodes")
+	b = append(b, '[')
+	for i, m := range st.Members {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = jsonw.Key(b, "node")
+		b = jsonw.String(b, m.Node)
+		b = jsonw.Key(b, "since")
+		b = jsonw.Time(b, m.Since)
+		b = jsonw.Key(b, "partitions")
+		b = jsonw.Int(b, int64(held[m.Node]))
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	b = jsonw.Key(b, "owners")
+	b = append(b, '[')
+	for p, o := range st.Owners {
+		if p > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.StringOrNull(b, o)
+	}
+	return append(b, "]}"...)
+}
