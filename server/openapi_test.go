@@ -260,9 +260,17 @@ func TestOpenAPIConformance(t *testing.T) {
 	cf.step(key, "GET", "/api/v1/agents", "", nil, 401, true)
 
 	// Every operation of the document answered a valid request with a 2xx.
+	// GET /v1/cluster answers 2xx only on a cluster node: the cluster test
+	// (TestEveryNodeOfAClusterServesEveryAgent) has its 200 checked against
+	// the document by the same client; here it answers 404.
+	cf.step(adminKey, "GET", "/v1/cluster", "", nil, 404, true)
+	clusterOnly := []string{"GET /v1/cluster"}
 	var missing []string
 	for p, ops := range docOperations(t) {
 		for m := range ops {
+			if slices.Contains(clusterOnly, m+" "+p) {
+				continue
+			}
 			got := cf.answered[m+" "+p]
 			if !slices.ContainsFunc(slices.Collect(maps.Keys(got)), func(st int) bool { return st < 300 }) {
 				missing = append(missing, m+" "+p)
