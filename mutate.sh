@@ -10,7 +10,7 @@ gremlins=(go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0)
 # timeout: ten times that run, plus 2 s). A cached coverage run takes no
 # time, and every mutant then dies of go test's timeout: never cache.
 export GOFLAGS=-count=1
-pkgs=(${MUTATE_PKGS:-./engine ./engine/objective ./engine/judge ./engine/field ./engine/id ./persist/pebblelog ./actors ./transport/idempotency ./transport/tenancy})
+pkgs=(${MUTATE_PKGS:-./engine ./engine/objective ./engine/judge ./engine/field ./engine/id ./persist/pebblelog ./persist/jslog ./actors ./transport/idempotency ./transport/tenancy})
 out=$(mktemp -d)
 # A mutant that times out can leave its test binary running, even past its
 # own -test.timeout (one grew to 21 GB in three minutes): reap any that has
