@@ -37,7 +37,9 @@ func startCluster(t *testing.T, n int) []*Server {
 			defer wg.Done()
 			servers[i], errs[i] = Start(Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
 				Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", i), BootstrapKey: adminKey, Cluster: &ClusterConfig{Name: "test", Node: fmt.Sprintf("n%d", i),
-					Listen: routes[i], Routes: routes, Secret: "route-secret", Partitions: 8, LeaseTTL: 3 * time.Second}})
+					Listen: routes[i], Routes: routes, Secret: "route-secret", Partitions: 8},
+				// Room for a handover on a machine busy with other tests.
+				RequestDeadline: 20 * time.Second})
 		}()
 	}
 	wg.Wait()

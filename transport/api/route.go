@@ -24,9 +24,6 @@ type Router interface {
 // moment: its partition is being handed over, or its owner stopped.
 var ErrNoOwner = errors.New("no node serves the agent now")
 
-// handoverWait bounds how long a request waits for its agent to find a
-// node during a handover before it is answered 503 with a Retry-After.
-const handoverWait = 5 * time.Second
 
 // QueryArgs names every query argument an operation reads: a forwarded
 // request carries these (Request.Args).
@@ -74,11 +71,9 @@ func (c *call) route() (resp Response, ok bool, err error) {
 		return Response{}, false, nil
 	}
 	// During a handover no node serves the agent for a moment: wait for
-	// one, here or there, within the request's deadline.
-	until := time.Now().Add(handoverWait)
-	if c.by.Before(until) {
-		until = c.by
-	}
+	// one, here or there, until the request's deadline (--request-deadline,
+	// 5s), then answer 503 with a Retry-After.
+	until := c.by
 	for {
 		if r.Local(agentID) {
 			return Response{}, false, nil
