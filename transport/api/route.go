@@ -24,7 +24,6 @@ type Router interface {
 // moment: its partition is being handed over, or its owner stopped.
 var ErrNoOwner = errors.New("no node serves the agent now")
 
-
 // QueryArgs names every query argument an operation reads: a forwarded
 // request carries these (Request.Args).
 var QueryArgs = []string{"buckets", "bucket_s", "cursor", "judge_version", "labels", "limit",
