@@ -146,3 +146,127 @@ func TestAnUnknownKeyWaitsForTheDirectoryToCatchUpOnce(t *testing.T) {
 		t.Fatalf("20 misses made %d catch-up calls, want them to share a few", n)
 	}
 }
+
+func TestOnlyARevocationTakenInRunsTheRevokeHooks(t *testing.T) {
+	a, adminKey := openTenancy(t, t.TempDir(), "")
+	b, _ := openTenancy(t, t.TempDir(), "")
+	hooks := 0
+	b.OnRevoke(func(Principal) { hooks++ })
+	admin, err := a.Authenticate("Bearer " + adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := a.CreateKey(admin, DefaultWorkspace, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func() []persist.KV {
+		var kvs []persist.KV
+		err := a.store.Scan([]byte(keyPrefix), func(k, v []byte) error {
+			kvs = append(kvs, persist.KV{Key: append([]byte(nil), k...), Value: append([]byte(nil), v...)})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kvs
+	}
+	b.Apply(record())
+	b.Apply(record()) // the same records again
+	if hooks != 0 {
+		t.Fatalf("keys in use taken in ran the revoke hooks %d times", hooks)
+	}
+	if _, err := a.RevokeKey(admin, DefaultWorkspace, p.KeyID); err != nil {
+		t.Fatal(err)
+	}
+	b.Apply(record())
+	b.Apply(record())
+	if hooks != 1 {
+		t.Fatalf("one revocation taken in twice ran the hooks %d times, want once", hooks)
+	}
+}
+
+// catchUpFrom makes ten's catch-up copy into its store the records of the
+// source store that were there when the call began, as a directory mirror
+// reaching the stream's end would; started receives once per call.
+func catchUpFrom(t *testing.T, ten *Tenancy, src Store, started chan<- struct{}, hold <-chan struct{}) *atomic.Int32 {
+	var calls atomic.Int32
+	ten.CatchUpOnMiss(func() error {
+		calls.Add(1)
+		var kvs []persist.KV
+		err := src.Scan([]byte(keyPrefix), func(k, v []byte) error {
+			kvs = append(kvs, persist.KV{Key: append([]byte(nil), k...), Value: append([]byte(nil), v...)})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if started != nil {
+			started <- struct{}{}
+		}
+		if hold != nil {
+			<-hold
+		}
+		if err := ten.store.Put(kvs...); err != nil {
+			return err
+		}
+		ten.Apply(kvs)
+		return nil
+	})
+	return &calls
+}
+
+func TestEachMissCatchesUpWithKeysMadeBeforeIt(t *testing.T) {
+	a, adminKey := openTenancy(t, t.TempDir(), "")
+	b, _ := openTenancy(t, t.TempDir(), "")
+	calls := catchUpFrom(t, b, a.store, nil, nil)
+	admin, err := a.Authenticate("Bearer " + adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		_, secret, err := a.CreateKey(admin, DefaultWorkspace, "ci")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.AuthenticateKey(secret); err != nil {
+			t.Fatalf("key %d, made before its first use on b: %v", i, err)
+		}
+		if n := calls.Load(); n != int32(i+1) {
+			t.Fatalf("after %d misses, %d catch-up calls; want one each", i+1, n)
+		}
+	}
+}
+
+// A miss that arrives while a catch-up runs waits for the next one: the
+// running call began before the key was made.
+func TestAMissDuringACatchUpWaitsForTheNext(t *testing.T) {
+	a, adminKey := openTenancy(t, t.TempDir(), "")
+	b, _ := openTenancy(t, t.TempDir(), "")
+	started, hold := make(chan struct{}, 4), make(chan struct{})
+	calls := catchUpFrom(t, b, a.store, started, hold)
+	admin, err := a.Authenticate("Bearer " + adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { _, err := b.AuthenticateKey("pl_unknown"); first <- err }()
+	<-started // the first call has read the source
+	_, secret, err := a.CreateKey(admin, DefaultWorkspace, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() { _, err := b.AuthenticateKey(secret); second <- err }()
+	time.Sleep(50 * time.Millisecond) // the second miss waits behind the first call
+	close(hold)
+	if err := <-first; !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("the unknown key: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("a key made while a catch-up ran, used during it: %v", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d catch-up calls, want 2", n)
+	}
+}
