@@ -551,12 +551,7 @@ func (l *Leases) latest(ctx context.Context, p int) (leaseValue, bool) {
 	if err != nil {
 		return leaseValue{}, false
 	}
-	var v leaseValue
-	if json.Unmarshal(e.Value(), &v) != nil {
-		return leaseValue{}, false
-	}
-	v.rev = e.Revision()
-	return v, true
+	return decodeLease(e)
 }
 
 // acquire takes partition p: by creating its lease, or, when the view shows

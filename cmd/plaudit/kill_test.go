@@ -204,43 +204,8 @@ type plaudit struct {
 // further flags, and waits for /healthz to answer 200.
 func startPlaudit(t *testing.T, bin, data, name string, flags ...string) *plaudit {
 	t.Helper()
-	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	args := append([]string{"serve", "--data", data, "--http", httpAddr, "--nats-listen", natsAddr, "--log-level", "warn"}, flags...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "PLAUDIT_BOOTSTRAP_KEY="+killTestKey)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	p := &plaudit{cmd: cmd, base: "http://" + httpAddr, nats: "nats://" + natsAddr, log: logPath, waitCh: make(chan error, 1)}
-	go func() { p.waitCh <- cmd.Wait() }()
-	t.Cleanup(func() { p.kill(t) })
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		select {
-		case err := <-p.waitCh:
-			p.killed = true
-			t.Fatalf("plaudit serve (%s) exited before it was healthy: %v\n%s", name, err, p.output())
-		default:
-		}
-		resp, err := http.Get(p.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plaudit serve (%s) not healthy after 15s\n%s", name, p.output())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p := launch(t, bin, data, name, flags...)
+	p.waitHealthy(t, 15*time.Second)
 	return p
 }
 

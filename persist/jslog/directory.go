@@ -286,24 +286,9 @@ func encodeDirOp(op dirOp) []byte {
 		out = appendBytes(out, op.start)
 		out = appendBytes(out, op.end)
 	} else {
-		out = append(out, dirPut)
-		out = binary.AppendUvarint(out, uint64(len(op.kvs)))
-		for _, kv := range op.kvs {
-			out = appendBytes(out, kv.Key)
-			if kv.Value == nil {
-				out = append(out, 0)
-				continue
-			}
-			out = append(out, 1)
-			out = appendBytes(out, kv.Value)
-		}
+		out = appendKVs(append(out, dirPut), op.kvs)
 	}
 	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
-}
-
-func appendBytes(out, b []byte) []byte {
-	out = binary.AppendUvarint(out, uint64(len(b)))
-	return append(out, b...)
 }
 
 func decodeDirOp(data []byte) (dirOp, error) {
@@ -321,18 +306,7 @@ func decodeDirOp(data []byte) (dirOp, error) {
 	var op dirOp
 	switch body[0] {
 	case dirPut:
-		n := r.count()
-		for range n {
-			kv := persist.KV{Key: r.bytes()}
-			switch r.byte() {
-			case 0:
-			case 1:
-				kv.Value = r.bytes()
-			default:
-				r.err = "value flag"
-			}
-			op.kvs = append(op.kvs, kv)
-		}
+		op.kvs = r.kvs()
 	case dirDeleteRange:
 		op.start, op.end = r.bytes(), r.bytes()
 		if r.err == "" && op.end == nil {

@@ -43,19 +43,29 @@ func encodeBatch(b persist.Batch) []byte {
 		out = binary.AppendUvarint(out, uint64(len(e)))
 		out = append(out, e...)
 	}
-	out = binary.AppendUvarint(out, uint64(len(b.Index)))
-	for _, kv := range b.Index {
-		out = binary.AppendUvarint(out, uint64(len(kv.Key)))
-		out = append(out, kv.Key...)
+	out = appendKVs(out, b.Index)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+}
+
+// appendKVs appends a count, then each write as {len key, has(1), [len
+// value]}: has is 0 for a deletion (a nil value), 1 otherwise.
+func appendKVs(out []byte, kvs []persist.KV) []byte {
+	out = binary.AppendUvarint(out, uint64(len(kvs)))
+	for _, kv := range kvs {
+		out = appendBytes(out, kv.Key)
 		if kv.Value == nil {
 			out = append(out, 0)
 			continue
 		}
 		out = append(out, 1)
-		out = binary.AppendUvarint(out, uint64(len(kv.Value)))
-		out = append(out, kv.Value...)
+		out = appendBytes(out, kv.Value)
 	}
-	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	return out
+}
+
+func appendBytes(out, b []byte) []byte {
+	out = binary.AppendUvarint(out, uint64(len(b)))
+	return append(out, b...)
 }
 
 // decodeBatch decodes a record made by encodeBatch for agent. The slices it
@@ -80,18 +90,7 @@ func decodeBatch(agent string, data []byte) (persist.Batch, error) {
 	for range n {
 		b.Events = append(b.Events, r.bytes())
 	}
-	n = r.count()
-	for range n {
-		kv := persist.KV{Key: r.bytes()}
-		switch r.byte() {
-		case 0:
-		case 1:
-			kv.Value = r.bytes()
-		default:
-			r.err = "index value flag"
-		}
-		b.Index = append(b.Index, kv)
-	}
+	b.Index = r.kvs()
 	switch {
 	case r.err != "":
 		return bad(r.err)
@@ -134,6 +133,24 @@ func (r *reader) count() uint64 {
 		return 0
 	}
 	return n
+}
+
+// kvs reads what appendKVs wrote.
+func (r *reader) kvs() []persist.KV {
+	var kvs []persist.KV
+	n := r.count()
+	for range n {
+		kv := persist.KV{Key: r.bytes()}
+		switch r.byte() {
+		case 0:
+		case 1:
+			kv.Value = r.bytes()
+		default:
+			r.err = "value flag"
+		}
+		kvs = append(kvs, kv)
+	}
+	return kvs
 }
 
 func (r *reader) byte() byte {
