@@ -2,8 +2,11 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +134,27 @@ func TestEveryNodeOfAClusterServesEveryAgent(t *testing.T) {
 			t.Errorf("n%d sees nodes %v, owning %v partitions; want 3 nodes owning all 8", j, st["nodes"], owned)
 		}
 		c[j].as(key).must(403, "GET", "/v1/cluster", "")
+	}
+	// Each node's metrics show the partitions it owns, together all of them.
+	owned := 0
+	for _, s := range nodes {
+		resp, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "plaudit_cluster_partition_owned{") && strings.HasSuffix(line, " 1") {
+				owned++
+			}
+		}
+		if !strings.Contains(string(body), "plaudit_cluster_nodes 3") {
+			t.Errorf("%s's metrics do not count 3 nodes", s.HTTPAddr())
+		}
+	}
+	if owned != 8 {
+		t.Errorf("the nodes' metrics show %d owned partitions, want 8", owned)
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,9 @@ func (s *Server) metricsRegistry() *prometheus.Registry {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s.nats != nil {
 		reg.MustRegister(natsCollector{s.nats})
+	}
+	if s.cluster != nil {
+		reg.MustRegister(clusterCollector{s.cluster})
 	}
 	storage := s.store.Condition
 	gauge := func(name, help string, value func(persist.Condition) float64) {
@@ -96,4 +100,44 @@ func (c natsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descNATSOutBytes, float64(v.OutBytes))
 	counter(descNATSSlow, float64(v.SlowConsumers))
 	counter(descNATSStale, float64(v.StaleConnections))
+}
+
+// clusterCollector reads a cluster node's leases when scraped: which
+// partitions it owns and at what epoch, the live nodes, the directory's lag.
+type clusterCollector struct{ c *clusterNode }
+
+var (
+	descPartitionOwned = prometheus.NewDesc("plaudit_cluster_partition_owned",
+		"1 for each partition this node owns now, 0 for the others.", []string{"partition"}, nil)
+	descPartitionEpoch = prometheus.NewDesc("plaudit_cluster_partition_epoch",
+		"The epoch (lease revision) at which this node took each partition it owns.", []string{"partition"}, nil)
+	descClusterNodes = prometheus.NewDesc("plaudit_cluster_nodes",
+		"Live nodes of the cluster, as this node sees them.", nil, nil)
+	descDirectoryLag = prometheus.NewDesc("plaudit_cluster_directory_lag",
+		"Directory writes of the cluster this node has not applied yet.", nil, nil)
+)
+
+func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPartitionOwned, descPartitionEpoch, descClusterNodes, descDirectoryLag} {
+		ch <- d
+	}
+}
+
+func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	c := cc.c
+	if c.leases == nil {
+		return
+	}
+	for p := range c.meta.Partitions {
+		label := strconv.Itoa(p)
+		epoch, ok := c.leases.Owns(p)
+		ch <- prometheus.MustNewConstMetric(descPartitionOwned, prometheus.GaugeValue, boolGauge(ok), label)
+		if ok {
+			ch <- prometheus.MustNewConstMetric(descPartitionEpoch, prometheus.GaugeValue, float64(epoch), label)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descClusterNodes, prometheus.GaugeValue, float64(len(c.leases.Members())))
+	if lag, err := c.dir.Lag(); err == nil {
+		ch <- prometheus.MustNewConstMetric(descDirectoryLag, prometheus.GaugeValue, float64(lag))
+	}
 }
