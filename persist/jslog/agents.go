@@ -85,7 +85,9 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		obj, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket,
 			Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1)})
-		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		if err != nil {
+			// Made meanwhile by another node, or the error stands (the
+			// lookup reports it).
 			obj, err = js.ObjectStore(ctx, SnapshotBucket)
 		}
 	}

@@ -3,6 +3,7 @@ package jslog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -176,4 +177,66 @@ func TestStoreKeepsThePersistContract(t *testing.T) {
 		}
 		return NewStore(node(t, js, 1), dir, local)
 	})
+}
+
+// A node that owns a partition again knows nothing of what another owner
+// wrote meanwhile until it reads the log: a snapshot older than the one
+// stored is ignored, even if it never loaded the agent since.
+func TestAPartitionOwnedAgainForgetsWhatItKnewOfItsAgents(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	appendEvents(t, a, "agt_1", 1, 1)
+	p := partitionOf("agt_1")
+	a.Disown(p)
+	b := node(t, js, 2)
+	appendEvents(t, b, "agt_1", 2, 2)
+	if err := b.SaveSnapshot("agt_1", 3, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	b.Disown(p)
+	a.Own(p, openLog(t, js, p, 3))
+	if err := a.SaveSnapshot("agt_1", 1, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Load("agt_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Snapshot) != "three" || r.LastSeq != 3 {
+		t.Fatalf("Load after an older snapshot: %q, last %d; want the stored one at 3", r.Snapshot, r.LastSeq)
+	}
+}
+
+func TestASnapshotSavedAgainWithNothingNewKeepsTheAgent(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	appendEvents(t, a, "agt_1", 1, 4)
+	for _, state := range []string{"first", "again"} {
+		if err := a.SaveSnapshot("agt_1", 4, []byte(state)); err != nil {
+			t.Fatalf("snapshot %q at 4: %v", state, err)
+		}
+	}
+	r, err := a.Load("agt_1")
+	if err != nil || string(r.Snapshot) != "again" || r.LastSeq != 4 || len(r.Tail) != 0 {
+		t.Fatalf("Load: %q, last %d, tail %d, %v; want the second snapshot alone", r.Snapshot, r.LastSeq, len(r.Tail), err)
+	}
+	appendEvents(t, a, "agt_1", 5, 1)
+	if r, err := a.Load("agt_1"); err != nil || r.LastSeq != 5 || len(r.Tail) != 1 {
+		t.Fatalf("after one more event: last %d, tail %d, %v", r.LastSeq, len(r.Tail), err)
+	}
+}
+
+func TestADamagedSnapshotPointerIsCorruption(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	appendEvents(t, a, "agt_1", 1, 1)
+	l := a.logs[partitionOf("agt_1")]
+	for i, bad := range [][]byte{{pointerFormat, 0, 0, 0, 0}, {9, 0, 0, 0, 0, 0, 0, 0, 1, 'x'}} {
+		if _, err := l.publish(context.Background(), pointerSubject(l, "agt_1"), fmt.Sprint("bad", i), bad); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Load("agt_1"); !errors.Is(err, persist.ErrCorrupt) {
+			t.Fatalf("Load with the pointer %x: %v, want ErrCorrupt", bad, err)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -140,5 +141,48 @@ func TestOnApplySeesEveryNodesPutsOnceStored(t *testing.T) {
 	}
 	if got := []string{<-seen, <-seen}; got[0] != "tenancy/ws/x" || got[1] != "own" {
 		t.Fatalf("OnApply saw %q, want a's put then b's own", got)
+	}
+}
+
+// poisonedLocal is a node's store whose directory refuses to store the key
+// "poison", as a full or failing disk would refuse a write.
+type poisonedLocal struct{ Local }
+
+var errPoison = errors.New("the disk refused the write")
+
+func (p poisonedLocal) Put(kvs ...persist.KV) error {
+	for _, kv := range kvs {
+		if string(kv.Key) == "poison" {
+			return errPoison
+		}
+	}
+	return p.Local.Put(kvs...)
+}
+
+// A write the mirror cannot apply stops it: applying the ones after would
+// leave this node's copy without that write for good.
+func TestAMirrorThatCannotApplyAWriteStops(t *testing.T) {
+	js := startJetStream(t)
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = local.Close() }()
+	d, err := OpenDirectory(context.Background(), js, poisonedLocal{local}, DirectoryConfig{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Put(persist.KV{Key: []byte("poison"), Value: []byte("x")}); !errors.Is(err, errPoison) {
+		t.Fatalf("the write the mirror could not apply: %v, want its error", err)
+	}
+	if err := d.Put(persist.KV{Key: []byte("after"), Value: []byte("y")}); err == nil {
+		t.Fatal("a write after the one the mirror could not apply was applied")
+	}
+	// The mirror receives "after" within milliseconds; it must not store it.
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := local.Get([]byte("after")); !errors.Is(err, persist.ErrNotFound) {
+			t.Fatalf("the mirror went on past a write it could not apply: %v", err)
+		}
 	}
 }

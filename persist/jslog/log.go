@@ -107,8 +107,10 @@ func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log,
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		if s, err = js.CreateStream(ctx, cfg); errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			s, err = js.Stream(ctx, cfg.Name) // made meanwhile by another node
+		if s, err = js.CreateStream(ctx, cfg); err != nil {
+			// Made meanwhile by another node, or the error stands (the
+			// lookup reports it).
+			s, err = js.Stream(ctx, cfg.Name)
 		}
 	}
 	return s, err
