@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,9 +160,29 @@ func (p poisonedLocal) Put(kvs ...persist.KV) error {
 	return p.Local.Put(kvs...)
 }
 
+func (p poisonedLocal) DeleteRange(start, end []byte) error {
+	if string(start) == "poison" {
+		return errPoison
+	}
+	return p.Local.DeleteRange(start, end)
+}
+
 // A write the mirror cannot apply stops it: applying the ones after would
-// leave this node's copy without that write for good.
+// leave this node's copy without that write for good. Nor is it shown to
+// OnApply.
 func TestAMirrorThatCannotApplyAWriteStops(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(d *Directory) error
+	}{
+		{"a put", func(d *Directory) error { return d.Put(persist.KV{Key: []byte("poison"), Value: []byte("x")}) }},
+		{"a range delete", func(d *Directory) error { return d.DeleteRange([]byte("poison"), []byte("poisoo")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMirrorStops(t, tc.write) })
+	}
+}
+
+func testMirrorStops(t *testing.T, poison func(d *Directory) error) {
 	js := startJetStream(t)
 	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
 	if err != nil {
@@ -173,8 +194,13 @@ func TestAMirrorThatCannotApplyAWriteStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.Put(persist.KV{Key: []byte("poison"), Value: []byte("x")}); !errors.Is(err, errPoison) {
+	var shown atomic.Int32
+	d.OnApply(func([]persist.KV) { shown.Add(1) })
+	if err := poison(d); !errors.Is(err, errPoison) {
 		t.Fatalf("the write the mirror could not apply: %v, want its error", err)
+	}
+	if n := shown.Load(); n != 0 {
+		t.Fatalf("OnApply was shown %d writes the mirror could not apply", n)
 	}
 	if err := d.Put(persist.KV{Key: []byte("after"), Value: []byte("y")}); err == nil {
 		t.Fatal("a write after the one the mirror could not apply was applied")
