@@ -212,3 +212,19 @@ func testMirrorStops(t *testing.T, poison func(d *Directory) error) {
 		}
 	}
 }
+
+// An invalid range delete is refused before it reaches the stream, where
+// it would stop every node's mirror.
+func TestAnInvalidRangeDeleteNeverReachesTheStream(t *testing.T) {
+	js := startJetStream(t)
+	d, local := dirNode(t, js, t.TempDir())
+	defer func() { d.Close(); _ = local.Close() }()
+	for _, r := range [][2]string{{"", "z"}, {"b", "a"}, {"a", "a"}} {
+		if err := d.DeleteRange([]byte(r[0]), []byte(r[1])); !errors.Is(err, persist.ErrInvalid) {
+			t.Fatalf("DeleteRange(%q, %q): %v, want ErrInvalid", r[0], r[1], err)
+		}
+	}
+	if err := d.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}); err != nil {
+		t.Fatalf("a put after the refused range deletes: %v", err)
+	}
+}
