@@ -308,10 +308,7 @@ func decodeDirOp(data []byte) (dirOp, error) {
 	case dirPut:
 		op.kvs = r.kvs()
 	case dirDeleteRange:
-		op.start, op.end = r.bytes(), r.bytes()
-		if r.err == "" && op.end == nil {
-			op.end = []byte{}
-		}
+		op.start, op.end = r.bytes(), r.bytes() // non-nil unless r.err is set
 	default:
 		return bad(fmt.Sprintf("op %d", body[0]))
 	}

@@ -85,11 +85,25 @@ func TestTheMirrorsOwnKeysAreOutOfReach(t *testing.T) {
 	if _, err := d.Get(appliedKey); !errors.Is(err, persist.ErrNotFound) {
 		t.Errorf("Get of the mirror's position: %v, want ErrNotFound", err)
 	}
+	// A range that holds only the mirror's keys deletes nothing, and
+	// reaches no mirror (an empty range would stop them all).
+	if err := d.DeleteRange(reservedPrefix, []byte("\xff\xff")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Get([]byte("k")); err != nil {
+		t.Fatalf("a range delete of the mirror's keys alone took k: %v", err)
+	}
 	if err := d.DeleteRange([]byte("a"), []byte("\xff\xff")); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := d.Get([]byte("k")); !errors.Is(err, persist.ErrNotFound) {
+		t.Fatalf("k after a range delete over everything: %v, want it gone", err)
+	}
 	if v, err := local.Get(appliedKey); err != nil || len(v) != 8 {
 		t.Fatalf("a range delete over everything took the mirror's position: %q, %v", v, err)
+	}
+	if err := d.Put(persist.KV{Key: []byte("after"), Value: []byte("1")}); err != nil {
+		t.Fatalf("a put after those range deletes: %v", err)
 	}
 }
 
