@@ -45,8 +45,8 @@ var ErrFenced = fmt.Errorf("jslog: fenced by a newer owner: %w", persist.ErrMove
 // Config is a partition log's stream settings.
 type Config struct {
 	Replicas int // copies of the stream (3 in a cluster of three or more)
-	// Duplicates is JetStream's deduplication window: a write retried
-	// within it (same agent and first sequence) is stored once (2m).
+	// Duplicates is JetStream's deduplication window for message ids
+	// (zero: JetStream's default, 2m).
 	Duplicates time.Duration
 }
 
@@ -74,12 +74,9 @@ type Log struct {
 	fenced error  // set once a write found another writer's message
 }
 
-// Open creates or updates partition p's stream and returns its Log, which
-// must Fence before it writes.
+// Open opens partition p's stream, creating it if it does not exist, and
+// returns its Log, which must Fence before it writes.
 func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log, error) {
-	if cfg.Duplicates <= 0 {
-		cfg.Duplicates = 2 * time.Minute
-	}
 	prefix := subjectPrefix(p)
 	s, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name:       StreamName(p),
