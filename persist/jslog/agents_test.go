@@ -240,3 +240,19 @@ func TestADamagedSnapshotPointerIsCorruption(t *testing.T) {
 		}
 	}
 }
+
+// A node may snapshot an agent it has not loaded or written since it took
+// the partition: it reads the log first, then saves.
+func TestASnapshotOfAnAgentNotLoadedHereIsSaved(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	appendEvents(t, a, "agt_1", 1, 3)
+	b := node(t, js, 2)
+	if err := b.SaveSnapshot("agt_1", 3, []byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := node(t, js, 3).Load("agt_1")
+	if err != nil || string(r.Snapshot) != "three" || r.LastSeq != 3 || len(r.Tail) != 0 {
+		t.Fatalf("Load: %q, last %d, tail %d, %v; want the snapshot at 3", r.Snapshot, r.LastSeq, len(r.Tail), err)
+	}
+}
