@@ -192,3 +192,21 @@ func TestAppendRefusesWhatTheLogCannotHold(t *testing.T) {
 		}
 	}
 }
+
+func TestValidAgentTakesSubjectTokensOfLettersDigitsDashAndUnderscore(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"agt_01JDZ8V1Q9M3K7X2W5T4R6N8P0", true},
+		{"a", true}, {"z", true}, {"A", true}, {"Z", true}, {"0", true}, {"9", true},
+		{"a-b", true}, {"a_b", true}, {"-", true},
+		{"", false}, {"_a", false}, {"_fence", false},
+		{"@", false}, {"[", false}, {"`", false}, {"{", false}, {"/", false}, {":", false},
+		{"a.b", false}, {"a*", false}, {"a>", false}, {"a b", false}, {"é", false},
+	} {
+		if got := ValidAgent(tc.id); got != tc.want {
+			t.Errorf("ValidAgent(%q) = %v, want %v", tc.id, got, tc.want)
+		}
+	}
+}
