@@ -210,3 +210,15 @@ func TestValidAgentTakesSubjectTokensOfLettersDigitsDashAndUnderscore(t *testing
 		}
 	}
 }
+
+// Fencing again at the same epoch (an owner retrying its acquisition after
+// a lost answer) succeeds, and fences the first Log off like any newer one.
+func TestAFenceAtTheSameEpochTakesOver(t *testing.T) {
+	js := startJetStream(t)
+	first := openLog(t, js, 0, 7)
+	second := openLog(t, js, 0, 7)
+	if _, err := first.Append(context.Background(), batch("agt_a", 1, "x")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the first Log after a second fence at its epoch: %v, want ErrFenced", err)
+	}
+	mustAppend(t, second, batch("agt_a", 1, "x"))
+}
