@@ -3,6 +3,9 @@ package jslog
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
 	"reflect"
 	"testing"
 	"time"
@@ -221,4 +224,79 @@ func TestAFenceAtTheSameEpochTakesOver(t *testing.T) {
 		t.Fatalf("the first Log after a second fence at its epoch: %v, want ErrFenced", err)
 	}
 	mustAppend(t, second, batch("agt_a", 1, "x"))
+}
+
+// startJetStreamCluster starts three routed nats-servers with JetStream and
+// returns a connection to the first, for streams with three replicas (as a
+// cluster runs them; JetStream answers some refusals of a replicated
+// stream with codes of their own).
+func startJetStreamCluster(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	routes := make([]*url.URL, 3)
+	ports := make([]int, 3)
+	for i := range routes {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		routes[i] = &url.URL{Scheme: "nats-route", Host: ln.Addr().String()}
+	}
+	var first *server.Server
+	for i := range 3 {
+		ns, err := server.NewServer(&server.Options{ServerName: fmt.Sprint("s", i), Host: "127.0.0.1",
+			Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "c", Host: "127.0.0.1", Port: ports[i]}, Routes: routes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if first == nil {
+			first = ns
+		}
+	}
+	nc, err := nats.Connect(first.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func TestFencingHoldsOnAReplicatedStream(t *testing.T) {
+	js := startJetStreamCluster(t)
+	open := func(epoch uint64) *Log {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			l, err := Open(ctx, js, 0, Config{Replicas: 3})
+			if err == nil {
+				err = l.Fence(ctx, epoch)
+			}
+			cancel()
+			if err == nil {
+				return l
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("an R3 log at epoch %d: %v", epoch, err)
+			}
+			time.Sleep(200 * time.Millisecond) // the cluster elects its leaders
+		}
+	}
+	old := open(1)
+	mustAppend(t, old, batch("agt_a", 1, "acked"))
+	next := open(2)
+	if _, err := old.Append(context.Background(), batch("agt_a", 2, "late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("the old owner's append on an R3 stream: %v, want ErrFenced", err)
+	}
+	if got, _ := tail(t, next, "agt_a", 0); len(got) != 1 {
+		t.Fatalf("the new owner reads %d batches, want the one acknowledged", len(got))
+	}
 }
