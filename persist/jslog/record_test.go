@@ -62,3 +62,14 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// Lengths and sequences at the edges of a varint's bytes decode back.
+func TestRecordsWithVarintEdgesRoundTrip(t *testing.T) {
+	for _, n := range []int{127, 128, 16383, 16384} {
+		b := persist.Batch{Agent: "a", First: uint64(n), Events: [][]byte{bytes.Repeat([]byte{'x'}, n)}}
+		got, err := decodeBatch("a", encodeBatch(b))
+		if err != nil || !reflect.DeepEqual(got, b) {
+			t.Fatalf("a batch at %d with an event of %d bytes: %v", n, n, err)
+		}
+	}
+}
