@@ -14,10 +14,6 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // recordFormat is the first byte of every batch record.
 const recordFormat = 1
 
-// maxCount bounds the counts a record may declare, so a corrupt count
-// cannot make the decoder allocate without limit.
-const maxCount = 1 << 20
-
 // errRecord is wrapped (with persist.ErrCorrupt) by decodeBatch.
 var errRecord = errors.New("jslog: bad record")
 
@@ -124,9 +120,12 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
+// count reads a count of elements, each of which takes a byte at least: a
+// count beyond the bytes left is corrupt, so a damaged one cannot make the
+// decoder allocate beyond the record's size.
 func (r *reader) count() uint64 {
 	n := r.uvarint()
-	if n > maxCount || n > uint64(len(r.buf)) {
+	if n > uint64(len(r.buf)) {
 		if r.err == "" {
 			r.err = "count beyond the record"
 		}
