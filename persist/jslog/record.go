@@ -111,8 +111,10 @@ func (r *reader) uvarint() uint64 {
 	if r.err != "" {
 		return 0
 	}
+	// n is 0 for a truncated varint and negative for an overflowing one:
+	// never a shortest encoding's length.
 	v, n := binary.Uvarint(r.buf)
-	if n <= 0 || n != uvarintLen(v) {
+	if n != uvarintLen(v) {
 		r.err = "bad varint"
 		return 0
 	}

@@ -44,10 +44,8 @@ func (s *Store) Append(b persist.Batch) error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		if len(b.Index) > 0 {
-			if err := s.dir.Put(b.Index...); err != nil {
-				return fmt.Errorf("agent %s: index: %w", b.Agent, err)
-			}
+		if err := s.dir.Put(b.Index...); err != nil { // no entries: no write
+			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
 		if len(b.Events) == 0 {
 			return nil // index only: the log is left as it is
