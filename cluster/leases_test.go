@@ -11,35 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/internal/jstest"
 )
 
 // testTTL is short so that expiry tests take seconds; rounds are TTL/3.
 const testTTL = 3 * time.Second
 
-// startJetStream starts a real nats-server with JetStream in a temp dir
-// and returns a connection to it.
-func startJetStream(t *testing.T) *nats.Conn {
-	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
+// startJetStream starts a real nats-server with JetStream and returns a
+// connection to it.
+func startJetStream(t *testing.T) *nats.Conn { return jstest.Server(t) }
 
 // leaseBucket makes the lease bucket on nc's JetStream.
 func leaseBucket(t *testing.T, nc *nats.Conn) jetstream.KeyValue {

@@ -3,38 +3,22 @@ package jslog
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jstest"
 	"github.com/plaudit/plaudit/persist"
 )
 
-// startJetStream starts a real nats-server with JetStream in a temp dir.
-func startJetStream(t *testing.T) jetstream.JetStream {
+// startJetStream starts a real nats-server with JetStream.
+func startJetStream(t *testing.T) jetstream.JetStream { return jetStream(t, jstest.Server(t)) }
+
+func jetStream(t *testing.T, nc *nats.Conn) jetstream.JetStream {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true, SyncAlways: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -226,51 +210,8 @@ func TestAFenceAtTheSameEpochTakesOver(t *testing.T) {
 	mustAppend(t, second, batch("agt_a", 1, "x"))
 }
 
-// startJetStreamCluster starts three routed nats-servers with JetStream and
-// returns a connection to the first, for streams with three replicas (as a
-// cluster runs them; JetStream answers some refusals of a replicated
-// stream with codes of their own).
-func startJetStreamCluster(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	routes := make([]*url.URL, 3)
-	ports := make([]int, 3)
-	for i := range routes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		_ = ln.Close()
-		routes[i] = &url.URL{Scheme: "nats-route", Host: ln.Addr().String()}
-	}
-	var first *server.Server
-	for i := range 3 {
-		ns, err := server.NewServer(&server.Options{ServerName: fmt.Sprint("s", i), Host: "127.0.0.1",
-			Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "c", Host: "127.0.0.1", Port: ports[i]}, Routes: routes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns.Start()
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		if first == nil {
-			first = ns
-		}
-	}
-	nc, err := nats.Connect(first.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
 func TestFencingHoldsOnAReplicatedStream(t *testing.T) {
-	js := startJetStreamCluster(t)
+	js := jetStream(t, jstest.Cluster(t, 3))
 	open := func(epoch uint64) *Log {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)

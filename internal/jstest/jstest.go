@@ -1,0 +1,71 @@
+// Package jstest starts real nats-servers with JetStream for tests: one,
+// or a cluster of routed ones, each in a temp dir, shut down when the test
+// ends.
+package jstest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// Server starts one nats-server with JetStream and returns a connection
+// to it.
+func Server(t testing.TB) *nats.Conn {
+	t.Helper()
+	return Cluster(t, 1)
+}
+
+// Cluster starts n nats-servers with JetStream, routed into one cluster
+// when n > 1 (streams may then have up to n replicas; JetStream answers
+// some refusals of a replicated stream with codes of their own), and
+// returns a connection to the first.
+func Cluster(t testing.TB, n int) *nats.Conn {
+	t.Helper()
+	var routes []*url.URL
+	ports := make([]int, n)
+	for i := range ports {
+		if n == 1 {
+			break
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: ln.Addr().String()})
+		_ = ln.Close()
+	}
+	var first *server.Server
+	for i := range n {
+		opts := &server.Options{ServerName: fmt.Sprint("s", i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, SyncAlways: true}
+		if n > 1 {
+			opts.Cluster = server.ClusterOpts{Name: "c", Host: "127.0.0.1", Port: ports[i]}
+			opts.Routes = routes
+		}
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatal("nats-server not ready")
+		}
+		if first == nil {
+			first = ns
+		}
+	}
+	nc, err := nats.Connect(first.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
