@@ -100,14 +100,18 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 	// replicated stream that several nodes ask JetStream to create at once
 	// answers none of them for seconds.) Each step is retried until the
 	// join's deadline.
+	// If that node stopped before it made them all, the others make the
+	// rest after half a minute.
 	if !created {
-		err = s.untilJoined(deadline, "the node that created the cluster", func(ctx context.Context) error {
-			_, err := js.KeyValue(ctx, cluster.LeaseBucket)
-			return err
-		})
-		if err != nil {
-			return nil, err
+		wait := time.Now().Add(30 * time.Second)
+		if deadline.Before(wait) {
+			wait = deadline
 		}
+		_ = s.untilJoined(wait, "the node that created the cluster",
+			func(ctx context.Context) error {
+				_, err := js.KeyValue(ctx, cluster.LeaseBucket)
+				return err
+			})
 	}
 	err = s.untilJoined(deadline, "the snapshot bucket", func(ctx context.Context) (err error) {
 		c.agents, err = jslog.NewAgents(ctx, js, jslog.AgentsConfig{Replicas: c.replicas,
