@@ -85,7 +85,6 @@ type Leases struct {
 	releasing []atomic.Bool
 	releases  sync.WaitGroup
 
-	wake     chan struct{}
 	stop     chan struct{} // closed by Stop or halt
 	done     chan struct{} // closed when run returns
 	stopOnce sync.Once
@@ -172,22 +171,17 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	w, err := kv.WatchAll(context.Background())
+	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
+		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	// The bucket as it is now, before the first round: a node that starts
+	// must see the leases already held, or it would count itself alone.
+	w, view, err := l.watch(nil)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: watching leases: %w", err)
 	}
-	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
-		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}), done: make(chan struct{}), view: map[string]leaseValue{}}
-	// The bucket as it is now, before the first round: a node that starts
-	// must see the leases already held, or it would count itself alone.
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		l.observe(e)
-	}
+	l.view = view
+	l.publishOwners()
 	go l.run(w)
 	return l, nil
 }
@@ -266,9 +260,10 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
-				// The watch ended (a lost connection): keep renewing on the
-				// ticker, and watch again once it works.
-				w = l.rewatch()
+				// The watch ended (a lost connection): watch again, or if
+				// the bucket does not answer now, keep renewing on the
+				// ticker until the next reload.
+				w = l.reload(idleWatcher{})
 				continue
 			}
 			if e != nil && l.observe(e) {
@@ -291,44 +286,43 @@ const rewatchEvery = 10
 // reload replaces w with a new watch and the view with what it reads
 // first; if the bucket does not answer in time, w and the view are kept.
 func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
-	nw, err := l.kv.WatchAll(context.Background())
-	if err != nil {
-		return w
-	}
-	fresh := map[string]leaseValue{}
-	timeout := time.After(l.opTimeout())
-	for {
-		select {
-		case e, ok := <-nw.Updates():
-			if !ok {
-				_ = nw.Stop()
-				return w
-			}
-			if e == nil { // the initial values are all in
-				_ = w.Stop()
-				l.view = fresh
-				l.publishOwners()
-				return nw
-			}
-			if v, ok := decodeLease(e); ok {
-				fresh[e.Key()] = v
-			}
-		case <-timeout:
-			_ = nw.Stop()
-			return w
-		}
-	}
-}
-
-// rewatch starts a new watch, or returns one that never delivers if the
-// bucket cannot be watched now (the next round retries through the ticker).
-func (l *Leases) rewatch() jetstream.KeyWatcher {
-	w, err := l.kv.WatchAll(context.Background())
+	nw, view, err := l.watch(time.After(l.opTimeout()))
 	if err != nil {
 		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
-		return idleWatcher{}
+		return w
 	}
-	return w
+	_ = w.Stop()
+	l.view = view
+	l.publishOwners()
+	return nw
+}
+
+// watch starts a watch of the bucket and reads the entries it holds now,
+// until the watch marks their end or timeout fires (nil: never).
+func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[string]leaseValue, error) {
+	w, err := l.kv.WatchAll(context.Background())
+	if err != nil {
+		return nil, nil, err
+	}
+	view := map[string]leaseValue{}
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				_ = w.Stop()
+				return nil, nil, errors.New("the watch ended before its first values")
+			}
+			if e == nil { // the initial values are all in
+				return w, view, nil
+			}
+			if v, ok := decodeLease(e); ok {
+				view[e.Key()] = v
+			}
+		case <-timeout:
+			_ = w.Stop()
+			return nil, nil, errors.New("the bucket's first values did not come in time")
+		}
+	}
 }
 
 // observe applies one watched entry to the view and reports whether it
