@@ -239,18 +239,16 @@ func (a *Agents) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	ctx, cancel := a.ctx()
 	defer cancel()
 	a.mu.Lock()
-	k, known := a.kept[agent]
+	_, known := a.kept[agent]
 	a.mu.Unlock()
 	if !known {
 		// Not loaded here: read what the log holds (as Load would).
 		if _, err := a.Load(agent); err != nil {
 			return err
 		}
-		a.mu.Lock()
-		k = a.kept[agent]
-		a.mu.Unlock()
 	}
 	a.mu.Lock()
+	k := a.kept[agent]
 	older := seq < k.snapSeq
 	a.mu.Unlock()
 	if older {
