@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/internal/token"
 )
 
 // LeaseBucket is the JetStream key-value bucket that holds partition leases
@@ -118,18 +120,7 @@ var ErrBadConfig = errors.New("cluster: bad configuration")
 
 // ValidNode reports whether id can name a node: 1 to 64 letters, digits,
 // '-' or '_' (it becomes part of a key and a subject).
-func ValidNode(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := range len(id) {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+func ValidNode(id string) bool { return len(id) <= 64 && token.Valid(id) }
 
 // LeaseBucketConfig is the lease bucket's configuration for a cluster of
 // replicas copies and lease TTL ttl.

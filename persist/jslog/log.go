@@ -34,6 +34,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/token"
 	"github.com/plaudit/plaudit/persist"
 )
 
@@ -115,18 +116,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 
 // ValidAgent reports whether id can be an agent of a Log: a subject token
 // of letters, digits, '-' and '_' not starting with '_'.
-func ValidAgent(id string) bool {
-	if id == "" || id[0] == '_' {
-		return false
-	}
-	for i := range len(id) {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
+func ValidAgent(id string) bool { return token.Valid(id) && id[0] != '_' }
 
 // Fence makes this Log the partition's only writer, for an owner of the
 // given epoch: it appends a fence record after the stream's last message.
