@@ -262,8 +262,10 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			}
 		case <-tick.C:
 			// A watch can stall without ending (JetStream moving the
-			// bucket's leader); now and then the view is read afresh.
-			if rounds++; rounds%rewatchEvery == 0 {
+			// bucket's leader); now and then the view is read afresh, and
+			// every round while there is no watch at all.
+			_, none := w.(idleWatcher)
+			if rounds++; none || rounds%rewatchEvery == 0 {
 				w = l.reload(w)
 			}
 			l.round(since)
