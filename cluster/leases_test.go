@@ -81,10 +81,16 @@ func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, g
 	return n
 }
 
-func (n *node) releasedSorted() []int {
+// releases returns the partitions released so far, in release order.
+func (n *node) releases() []int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return slices.Sorted(slices.Values(n.released))
+	return slices.Clone(n.released)
+}
+
+// releasedSorted returns the partitions released so far, sorted.
+func (n *node) releasedSorted() []int {
+	return slices.Sorted(slices.Values(n.releases()))
 }
 
 // eventually polls cond until it holds, failing after a generous wait
@@ -148,12 +154,12 @@ func TestAStoppedNodeHandsItsPartitionsOverAtOnce(t *testing.T) {
 	b := startNode(t, kv, "b", parts, nil, ownsNone(a))
 	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
 	held := b.Owned()
-	t.Logf("b released %v before Stop", b.releasedSorted())
-	before := len(b.releasedSorted())
+	t.Logf("b released %v before Stop", b.releases())
+	before := len(b.releases())
 	if err := b.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.releasedSorted()[before:]; !slices.Equal(got, held) {
+	if got := slices.Sorted(slices.Values(b.releases()[before:])); !slices.Equal(got, held) {
 		t.Errorf("b released %v on Stop, want %v", got, held)
 	}
 	// Stop returned with the leases deleted, not left to expire: free, or
@@ -181,10 +187,10 @@ func TestACrashedNodesPartitionsAreTakenOnlyOnceItsLeasesLapse(t *testing.T) {
 	a = startNode(t, kv, "a", parts, nil, ownsNone(b))
 	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
 	held := b.Owned()
-	releasedBefore := len(b.releasedSorted())
+	releasedBefore := len(b.releases())
 	b.halt() // renewals stop; nothing is handed over
 	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
-	if got := len(b.releasedSorted()); got != releasedBefore {
+	if got := len(b.releases()); got != releasedBefore {
 		t.Errorf("a crashed node released %d partitions", got-releasedBefore)
 	}
 	// The epochs a took b's partitions at are above any b held them at.
@@ -211,8 +217,8 @@ func TestAPausedOwnerStopsOwningBeforeAnotherNodeTakesOverAndLosesItsLeasesWhenI
 	}
 	gate.Unlock()
 	// a's first round after the pause finds every lease taken.
-	eventually(t, "a released every partition", func() bool { return len(a.releasedSorted()) >= parts })
-	if got := a.releasedSorted()[:parts]; !slices.Equal(got, []int{0, 1, 2, 3}) {
+	eventually(t, "a released every partition", func() bool { return len(a.releases()) >= parts })
+	if got := slices.Sorted(slices.Values(a.releases()[:parts])); !slices.Equal(got, []int{0, 1, 2, 3}) {
 		t.Errorf("a released %v, want every partition once", got)
 	}
 	// Then the two split them again, never sharing one.
