@@ -16,18 +16,22 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/internal/token"
 )
 
 // LeaseBucket is the JetStream key-value bucket that holds partition leases
 // ("partition.<p>", the owner's node id) and node heartbeats ("node.<id>").
 // Its TTL is the lease TTL: an entry not rewritten for that long expires,
-// and the expiry marker wakes every node's watcher.
+// and the expiry marker wakes every node's watcher. Nodes also delete, by
+// revision, entries they have seen unrenewed for a TTL (reap), as the
+// bucket's expiry can lag far behind it after a leader change.
 const LeaseBucket = "plaudit_leases"
 
 // Lease timing defaults: a dead owner's partitions are taken within
-// DefaultLeaseTTL plus one renewal round, well inside the 10 s the cluster
-// promises.
+// DefaultLeaseTTL plus one renewal round, or, when the dead node led the
+// lease bucket's stream, once JetStream has elected another leader (4-9 s
+// in nats-server) if that is later.
 const (
 	DefaultLeaseTTL = 6 * time.Second
 	// movesPerRound bounds how many partitions a node hands over or takes
@@ -107,12 +111,14 @@ type lease struct {
 	until      time.Time
 }
 
-// leaseValue is a lease or heartbeat entry as stored.
+// leaseValue is a lease or heartbeat entry as stored, with its revision
+// and when this node first saw that revision.
 type leaseValue struct {
 	Node  string    `json:"node"`
 	Run   string    `json:"run"`
 	Since time.Time `json:"since"`
 	rev   uint64
+	seen  time.Time
 }
 
 // ErrBadConfig is returned for a LeaseConfig or cluster setting that cannot work.
@@ -285,6 +291,12 @@ func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
 		return w
 	}
 	_ = w.Stop()
+	for key, v := range view {
+		if old, ok := l.view[key]; ok && old.rev == v.rev {
+			v.seen = old.seen
+			view[key] = v
+		}
+	}
 	l.view = view
 	l.publishOwners()
 	return nw
@@ -333,6 +345,9 @@ func (l *Leases) observe(e jetstream.KeyValueEntry) bool {
 		l.cfg.Logger.Warn("unreadable lease entry", "component", "cluster", "key", key)
 		return false
 	}
+	if old, ok := l.view[key]; ok && old.rev == v.rev {
+		v.seen = old.seen
+	}
 	l.view[key] = v
 	l.publishOwners()
 	return !known && strings.HasPrefix(key, "node.")
@@ -347,7 +362,7 @@ func decodeLease(e jetstream.KeyValueEntry) (leaseValue, bool) {
 	if json.Unmarshal(e.Value(), &v) != nil {
 		return leaseValue{}, false
 	}
-	v.rev = e.Revision()
+	v.rev, v.seen = e.Revision(), time.Now()
 	return v, true
 }
 
@@ -421,7 +436,50 @@ func (l *Leases) round(since time.Time) {
 		}
 	}
 	if err == nil {
+		l.reap()
 		l.balance()
+	}
+}
+
+// reap deletes, each at the revision last seen, the leases and heartbeats
+// of other runs that this node has seen unchanged for a whole TTL: their
+// writer stopped renewing them. The bucket would expire them too, but only
+// its stream's leader does, and one newly elected after the old one died
+// has been seen to do it many seconds late. Deleting is safe by time: the
+// writer counted the entry as held for at most TTL less a tenth after it
+// sent the write, which is before this node saw it; and by revision: a
+// renewal since makes the delete fail.
+func (l *Leases) reap() {
+	for key, v := range l.view {
+		if v.Run == l.runID || time.Since(v.seen) < l.cfg.TTL {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+		err := l.kv.Delete(ctx, key, jetstream.LastRevision(v.rev))
+		if err == nil {
+			cancel()
+			l.cfg.Logger.Info("expired an unrenewed lease", "component", "cluster", "key", key, "node", v.Node)
+			delete(l.view, key)
+			l.publishOwners()
+			continue
+		}
+		if !jserr.WrongLastSequence(err) {
+			cancel()
+			l.cfg.Logger.Warn("expiring an unrenewed lease", "component", "cluster", "key", key, "err", err)
+			return // the bucket does not answer: the next round tries again
+		}
+		// Rewritten since this node saw it (the watch is behind): read it.
+		e, err := l.kv.Get(ctx, key)
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			delete(l.view, key)
+		case err == nil:
+			if cur, ok := decodeLease(e); ok {
+				l.view[key] = cur
+			}
+		}
+		l.publishOwners()
 	}
 }
 

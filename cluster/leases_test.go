@@ -27,11 +27,17 @@ func startJetStream(t *testing.T) *nats.Conn { return jstest.Server(t) }
 // leaseBucket makes the lease bucket on nc's JetStream.
 func leaseBucket(t *testing.T, nc *nats.Conn) jetstream.KeyValue {
 	t.Helper()
+	return leaseBucketTTL(t, nc, testTTL)
+}
+
+// leaseBucketTTL makes the lease bucket with entries expiring after ttl.
+func leaseBucketTTL(t *testing.T, nc *nats.Conn, ttl time.Duration) jetstream.KeyValue {
+	t.Helper()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(context.Background(), LeaseBucketConfig(1, testTTL))
+	kv, err := js.CreateOrUpdateKeyValue(context.Background(), LeaseBucketConfig(1, ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +206,26 @@ func TestACrashedNodesPartitionsAreTakenOnlyOnceItsLeasesLapse(t *testing.T) {
 		if a.acquired[p] == 0 {
 			t.Errorf("partition %d: no Acquire on a", p)
 		}
+	}
+}
+
+// The bucket's own expiry is slow when its stream's leader has just
+// changed; here it never comes, and the survivor expires the dead node's
+// heartbeat and leases itself, once they have gone a TTL unrenewed.
+func TestTheSurvivorsExpireACrashedNodesLeasesWhenTheBucketDoesNot(t *testing.T) {
+	kv := leaseBucketTTL(t, startJetStream(t), time.Hour)
+	const parts = 8
+	b := startNode(t, kv, "b", parts, nil, nil)
+	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
+	a := startNode(t, kv, "a", parts, nil, ownsNone(b))
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+	b.halt()
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	if m := a.Members(); len(m) != 1 || m[0].Node != "a" {
+		t.Errorf("members after b crashed: %v, want a alone", m)
+	}
+	if _, err := kv.Get(context.Background(), nodeKey("b")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("b's heartbeat: %v, want deleted", err)
 	}
 }
 

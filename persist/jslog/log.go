@@ -34,6 +34,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/internal/token"
 	"github.com/plaudit/plaudit/persist"
 )
@@ -139,7 +140,7 @@ func (l *Log) Fence(ctx context.Context, epoch uint64) error {
 		body := binary.BigEndian.AppendUint64(nil, epoch)
 		ack, err := l.js.Publish(ctx, l.prefix+fenceToken, body, jetstream.WithExpectLastSequence(last),
 			jetstream.WithExpectStream(StreamName(l.p)))
-		if isWrongLastSeq(err) {
+		if jserr.WrongLastSequence(err) {
 			continue // a write landed meanwhile: look again
 		}
 		if err != nil {
@@ -194,7 +195,7 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uin
 	}
 	ack, err := l.js.Publish(ctx, subject, body, jetstream.WithExpectLastSequence(l.last),
 		jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(l.p)))
-	if isWrongLastSeq(err) {
+	if jserr.WrongLastSequence(err) {
 		// The message after this Log's last write is either this very
 		// one, stored by an attempt whose ack was lost (JetStream checks
 		// the expected sequence before the id), or another writer's.
@@ -257,12 +258,4 @@ func validBatch(b persist.Batch) error {
 		}
 	}
 	return nil
-}
-
-// isWrongLastSeq reports whether err is JetStream's refusal of an expected
-// last sequence.
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
