@@ -1,10 +1,12 @@
 package natsdoor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -93,10 +95,17 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 	if wait <= 0 {
 		wait = time.Second
 	}
-	msg, err := f.nc.Request(ForwardSubject(node), data, wait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	var moved atomic.Bool
+	go f.watchOwner(ctx, cancel, &moved, agentID, node)
+	msg, err := f.nc.RequestWithContext(ctx, ForwardSubject(node), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		// The owner stopped, and its lease has not expired yet.
 		return api.Response{}, fmt.Errorf("node %s gone: %w", node, api.ErrNoOwner)
+	}
+	if err != nil && moved.Load() {
+		return api.Response{}, fmt.Errorf("node %s lost the agent's partition before it answered; the request's outcome is unknown", node)
 	}
 	if err != nil {
 		return api.Response{}, fmt.Errorf("node %s: %w", node, err)
@@ -107,6 +116,43 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 	}
 	return api.Response{Status: ans.Status, Body: ans.Body, RequestID: ans.RequestID, RetryAfter: ans.RetryAfter,
 		Message: ans.Message}, nil
+}
+
+// Watching a forwarded request's owner: how often, and how long after the
+// owner changed the answer is still awaited (a node handing a partition
+// over answers what it holds before its lease goes).
+const (
+	ownerPoll  = 100 * time.Millisecond
+	ownerGrace = 250 * time.Millisecond
+)
+
+// watchOwner cancels a request forwarded to node once agentID's partition
+// has had another owner, or none, for ownerGrace, setting moved: a node
+// that stopped (paused, cut off) would otherwise hold the request until
+// its deadline, though its partition has moved on and it can no longer
+// write. Whether it wrote before is unknown, so the request is answered
+// 503, not sent again.
+func (f *Forwarder) watchOwner(ctx context.Context, cancel context.CancelFunc, moved *atomic.Bool, agentID, node string) {
+	tick := time.NewTicker(ownerPoll)
+	defer tick.Stop()
+	var since time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch {
+		case f.owner(agentID) == node:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= ownerGrace:
+			moved.Store(true)
+			cancel()
+			return
+		}
+	}
 }
 
 // ServeForwarded serves the requests other nodes forward to node on nc
