@@ -19,7 +19,9 @@ import (
 
 // ClusterConfig makes the server a node of a Plaudit cluster (see
 // docs/cluster.md): its embedded NATS joins the other nodes' with
-// JetStream, which holds the leases, the log and the directory.
+// JetStream, which holds the leases, the log and the directory; or, with
+// Config.NATSURL, the nodes share an existing NATS cluster's JetStream
+// (and Listen, Routes and Secret are not used).
 type ClusterConfig struct {
 	Name   string   // the cluster's name, the same on every node
 	Node   string   // this node's id, unique in the cluster
@@ -32,7 +34,8 @@ type ClusterConfig struct {
 	Partitions int
 	LeaseTTL   time.Duration
 	// Replicas is how many copies JetStream keeps of the log, leases and
-	// directory: min(3, len(Routes)) when zero.
+	// directory: when zero, min(3, len(Routes)), or on an external NATS
+	// min(3, the servers it lists and advertises).
 	Replicas int
 	// JoinTimeout bounds the wait for the cluster's JetStream at start
 	// (2m): a node of three waits for a second one to start.
@@ -52,11 +55,16 @@ type clusterNode struct {
 	fwd      *nats.Subscription
 }
 
-func (c *ClusterConfig) replicas() int {
-	if c.Replicas > 0 {
+// replicas is the copies to keep, given nc, Plaudit's connection.
+func (c *ClusterConfig) replicas(nc *nats.Conn, external bool) int {
+	switch {
+	case c.Replicas > 0:
 		return c.Replicas
+	case external:
+		return max(1, min(3, len(nc.Servers())))
+	default:
+		return max(1, min(3, len(c.Routes)))
 	}
-	return max(1, min(3, len(c.Routes)))
 }
 
 // natsCluster is the embedded server's cluster options.
@@ -77,7 +85,7 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterNode{cfg: cfg, js: js, replicas: cfg.replicas()}
+	c := &clusterNode{cfg: cfg, js: js, replicas: cfg.replicas(s.nc, s.cfg.NATSURL != "")}
 	want := cluster.Meta{Name: cfg.Name, Partitions: cfg.Partitions, LeaseTTLMillis: cfg.LeaseTTL.Milliseconds()}
 	deadline := time.Now().Add(cfg.JoinTimeout)
 	var created bool

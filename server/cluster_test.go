@@ -10,6 +10,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/internal/jstest"
+)
+
+// natsMode is how a test cluster's nodes reach each other: their
+// embedded NATS servers routed together, or an existing NATS cluster.
+type natsMode string
+
+const (
+	embeddedNATS natsMode = "embedded NATS"
+	externalNATS natsMode = "external NATS"
 )
 
 // startCluster starts n servers as one cluster, in this process, on
@@ -18,8 +29,19 @@ import (
 // the cluster's JetStream to have a leader.
 func startCluster(t *testing.T, n int) []*Server {
 	t.Helper()
+	return startClusterOn(t, n, embeddedNATS)
+}
+
+// startClusterOn starts n servers as startCluster does, on NATS as mode
+// says; on an external one, node i connects to server i of n.
+func startClusterOn(t *testing.T, n int, mode natsMode) []*Server {
+	t.Helper()
 	if _, err := theOpenAPI(); err != nil {
 		t.Fatal(err)
+	}
+	var urls []string
+	if mode == externalNATS {
+		urls = jstest.ClusterURLs(t, n)
 	}
 	routes := make([]string, n)
 	for i := range routes {
@@ -38,11 +60,17 @@ func startCluster(t *testing.T, n int) []*Server {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			servers[i], errs[i] = Start(Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
-				Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", i), BootstrapKey: adminKey, Cluster: &ClusterConfig{Name: "test", Node: fmt.Sprintf("n%d", i),
+			cfg := Config{DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", NATSListen: "127.0.0.1:0",
+				Logger:       slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", i),
+				BootstrapKey: adminKey, Cluster: &ClusterConfig{Name: "test", Node: fmt.Sprintf("n%d", i),
 					Listen: routes[i], Routes: routes, Secret: "route-secret", Partitions: 8},
 				// Room for a handover on a machine busy with other tests.
-				RequestDeadline: 20 * time.Second})
+				RequestDeadline: 20 * time.Second}
+			if mode == externalNATS {
+				cfg.NATSURL = urls[i]
+				cfg.Cluster.Listen, cfg.Cluster.Routes, cfg.Cluster.Secret = "", nil, ""
+			}
+			servers[i], errs[i] = Start(cfg)
 		}()
 	}
 	wg.Wait()
@@ -84,7 +112,13 @@ func startCluster(t *testing.T, n int) []*Server {
 }
 
 func TestEveryNodeOfAClusterServesEveryAgent(t *testing.T) {
-	nodes := startCluster(t, 3)
+	for _, mode := range []natsMode{embeddedNATS, externalNATS} {
+		t.Run(string(mode), func(t *testing.T) { everyNodeServesEveryAgent(t, mode) })
+	}
+}
+
+func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
+	nodes := startClusterOn(t, 3, mode)
 	c := make([]*client, len(nodes))
 	for i, s := range nodes {
 		c[i] = newClient(t, s, adminKey)

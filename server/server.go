@@ -90,7 +90,7 @@ type Config struct {
 	UsageSaveInterval time.Duration
 
 	// Cluster, when set, makes the server a node of a Plaudit cluster (see
-	// ClusterConfig); it needs the embedded NATS (no NATSURL).
+	// ClusterConfig), on the embedded NATS or the one at NATSURL.
 	Cluster *ClusterConfig
 }
 
@@ -163,9 +163,6 @@ func (s *Server) start() (err error) {
 	// directory is touched. Connections wait in the backlog until Serve.
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return fmt.Errorf("http: %w", err)
-	}
-	if cfg.Cluster != nil && cfg.NATSURL != "" {
-		return errors.New("cluster: a cluster node runs the embedded NATS (no NATS URL)")
 	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
 		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes}); err != nil {

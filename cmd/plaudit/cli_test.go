@@ -82,6 +82,9 @@ func TestBadCommandLinesExitOne(t *testing.T) {
 		{[]string{"keys", "list"}, "missing flags: --key"},
 		{[]string{"serve", "--cluster", "c1"}, "--cluster needs --node"},
 		{[]string{"serve", "--cluster", "c1", "--node", "a"}, "--cluster needs --nats-cluster-listen"},
+		{[]string{"serve", "--cluster", "c1", "--node", "a", "--nats-url", "nats://127.0.0.1:4222", "--nats-routes", "127.0.0.1:6222"}, "drop --nats-cluster-listen and --nats-routes"},
+		{[]string{"serve", "--cluster", "c1", "--node", "a", "--nats-url", "nats://127.0.0.1:4222", "--replicas", "7"}, "--replicas: 1 to 5"},
+		{[]string{"serve", "--replicas", "3"}, "need --cluster"},
 		{[]string{"serve", "--cluster", "c1", "--node", "a", "--nats-cluster-listen", "127.0.0.1:6222"}, "--cluster needs --nats-routes"},
 		{[]string{"serve", "--node", "a"}, "need --cluster"},
 	}
@@ -107,7 +110,7 @@ var serveFlags = []string{"data", "http", "nats-listen", "nats-url", "nats-creds
 	"body-budget", "body-timeout", "snapshot-every", "snapshot-interval", "idle-timeout", "mailbox-limit",
 	"idempotency-ttl", "judge-deadline", "request-deadline", "min-free-bytes", "ballast-bytes",
 	"durable-select", "log-level", "log-format", "access-log", "metrics", "pprof", "pprof-mutex-fraction", "pprof-block-rate",
-	"cluster", "node", "nats-cluster-listen", "nats-routes", "partitions", "lease-ttl"}
+	"cluster", "node", "nats-cluster-listen", "nats-routes", "partitions", "lease-ttl", "replicas"}
 
 // TestEveryServeFlagHasItsEnvironmentVariable: --nats-listen reads
 // $PLAUDIT_NATS_LISTEN, and so on for every flag.

@@ -45,12 +45,13 @@ type serveCmd struct {
 
 	// A cluster node: PLAUDIT_CLUSTER_SECRET, which the routes authenticate
 	// with, is read from the environment only, like the bootstrap key.
-	Cluster           string        `name:"cluster" env:"PLAUDIT_CLUSTER" placeholder:"NAME" help:"Run as a node of the Plaudit cluster NAME (docs/cluster.md); needs --node, --nats-cluster-listen and --nats-routes."`
+	Cluster           string        `name:"cluster" env:"PLAUDIT_CLUSTER" placeholder:"NAME" help:"Run as a node of the Plaudit cluster NAME (docs/cluster.md); needs --node, and --nats-cluster-listen and --nats-routes or --nats-url."`
 	Node              string        `name:"node" env:"PLAUDIT_NODE" placeholder:"ID" help:"This node's id in the cluster: 1-64 letters, digits, '-' or '_', unique."`
 	NATSClusterListen string        `name:"nats-cluster-listen" env:"PLAUDIT_NATS_CLUSTER_LISTEN" placeholder:"ADDR" help:"Address the embedded NATS listens on for the other nodes' routes."`
 	NATSRoutes        []string      `name:"nats-routes" env:"PLAUDIT_NATS_ROUTES" sep:"," placeholder:"ADDR,..." help:"Every node's --nats-cluster-listen address (this node's may be among them)."`
 	Partitions        int           `name:"partitions" default:"0" env:"PLAUDIT_PARTITIONS" help:"Partitions of a new cluster (0: 64); a node joining takes the cluster's."`
 	LeaseTTL          time.Duration `name:"lease-ttl" default:"0s" env:"PLAUDIT_LEASE_TTL" help:"How long a stopped node's partitions wait before another node takes them, for a new cluster (0: 6s)."`
+	Replicas          int           `name:"replicas" default:"0" env:"PLAUDIT_REPLICAS" help:"Copies JetStream keeps of the cluster's log, leases and directory (0: 3, or fewer NATS servers)."`
 }
 
 // config is the server.Config the flags describe, without a logger.
@@ -70,26 +71,31 @@ func (c serveCmd) cluster() *server.ClusterConfig {
 		return nil
 	}
 	return &server.ClusterConfig{Name: c.Cluster, Node: c.Node, Listen: c.NATSClusterListen, Routes: c.NATSRoutes,
-		Secret: os.Getenv("PLAUDIT_CLUSTER_SECRET"), Partitions: c.Partitions, LeaseTTL: c.LeaseTTL}
+		Secret: os.Getenv("PLAUDIT_CLUSTER_SECRET"), Partitions: c.Partitions, LeaseTTL: c.LeaseTTL, Replicas: c.Replicas}
 }
 
 // Validate refuses a cluster flag without the others it needs.
 func (c serveCmd) Validate() error {
+	routed := c.NATSClusterListen != "" || len(c.NATSRoutes) > 0
 	if c.Cluster == "" {
-		if c.Node != "" || c.NATSClusterListen != "" || len(c.NATSRoutes) > 0 {
-			return errors.New("--node, --nats-cluster-listen and --nats-routes need --cluster")
+		if c.Node != "" || routed || c.Replicas != 0 {
+			return errors.New("--node, --nats-cluster-listen, --nats-routes and --replicas need --cluster")
 		}
 		return nil
 	}
 	switch {
 	case c.Node == "":
 		return errors.New("--cluster needs --node")
+	case c.NATSURL != "" && routed:
+		return errors.New("--cluster with --nats-url uses that NATS cluster: drop --nats-cluster-listen and --nats-routes")
+	case c.NATSURL != "":
 	case c.NATSClusterListen == "":
-		return errors.New("--cluster needs --nats-cluster-listen")
+		return errors.New("--cluster needs --nats-cluster-listen (or --nats-url)")
 	case len(c.NATSRoutes) == 0:
 		return errors.New("--cluster needs --nats-routes")
-	case c.NATSURL != "":
-		return errors.New("--cluster runs the embedded NATS: drop --nats-url")
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return errors.New("--replicas: 1 to 5 (0: the default)")
 	}
 	return nil
 }

@@ -27,6 +27,18 @@ func Server(t testing.TB) *nats.Conn {
 // returns a connection to the first.
 func Cluster(t testing.TB, n int) *nats.Conn {
 	t.Helper()
+	nc, err := nats.Connect(ClusterURLs(t, n)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// ClusterURLs starts n nats-servers as Cluster does and returns their
+// client URLs.
+func ClusterURLs(t testing.TB, n int) []string {
+	t.Helper()
 	var routes []*url.URL
 	ports := make([]int, n)
 	for i := range ports {
@@ -41,7 +53,7 @@ func Cluster(t testing.TB, n int) *nats.Conn {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: ln.Addr().String()})
 		_ = ln.Close()
 	}
-	var first *server.Server
+	var urls []string
 	for i := range n {
 		opts := &server.Options{ServerName: fmt.Sprint("s", i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, SyncAlways: true}
@@ -58,14 +70,7 @@ func Cluster(t testing.TB, n int) *nats.Conn {
 		if !ns.ReadyForConnections(10 * time.Second) {
 			t.Fatal("nats-server not ready")
 		}
-		if first == nil {
-			first = ns
-		}
+		urls = append(urls, ns.ClientURL())
 	}
-	nc, err := nats.Connect(first.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
+	return urls
 }
