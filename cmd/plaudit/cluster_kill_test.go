@@ -31,6 +31,9 @@ func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 	for i := range routes {
 		routes[i] = freeAddr(t)
 	}
+	// A 3s lease (the default is 6s) keeps the pause below nats-server's
+	// 10s lost-quorum interval: longer pauses have left a partition's
+	// stream leaderless for a minute on this machine (docs/cluster.md).
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
 		nodes[i] = &clusterNode{name: fmt.Sprintf("n%d", i), data: t.TempDir(),
@@ -42,6 +45,28 @@ func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 		nd.waitHealthy(t, 60*time.Second)
 	}
 	return nodes
+}
+
+// createRetrying posts body to url until it is answered 201 and returns
+// the id made. A 503 (a partition between owners, while the nodes share the
+// partitions out after they start) is retried, as the contract asks of a
+// client; any other answer fails the test.
+func createRetrying(t *testing.T, hc *http.Client, url, body string) string {
+	t.Helper()
+	for try := 0; ; try++ {
+		status, resp, err := post(hc, url, body)
+		if err == nil && status == 201 {
+			var m struct{ ID string }
+			if err := json.Unmarshal(resp, &m); err != nil || m.ID == "" {
+				t.Fatalf("POST %s: %s: no id", url, resp)
+			}
+			return m.ID
+		}
+		if (err == nil && status != 503) || try > 200 {
+			t.Fatalf("POST %s: %d %s %v", url, status, resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // launch runs `plaudit serve` with flags on free ports without waiting.
@@ -168,23 +193,9 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	type target struct{ agent, run string }
 	var targets []target
 	for i, nd := range nodes {
-		api := &kclient{t: t, hc: hc, base: nd.base}
 		for j := range 2 {
-			var agent string
-			for try := 0; ; try++ {
-				status, body, err := post(hc, nd.base+"/api/v1/agents", fmt.Sprintf(`{"name": "n%d-%d"}`, i, j))
-				if err == nil && status == 201 {
-					var m struct{ ID string }
-					_ = json.Unmarshal(body, &m)
-					agent = m.ID
-					break
-				}
-				if try > 200 {
-					t.Fatalf("creating an agent on n%d: %d %s %v", i, status, body, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			run := api.id(api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`))
+			agent := createRetrying(t, hc, nd.base+"/api/v1/agents", fmt.Sprintf(`{"name": "n%d-%d"}`, i, j))
+			run := createRetrying(t, hc, nd.base+"/api/v1/agents/"+agent+"/runs", `{"version": "1"}`)
 			targets = append(targets, target{agent, run})
 		}
 	}
@@ -322,10 +333,17 @@ func clusterUnderFault(t *testing.T, pause bool) {
 			seen := map[string]bool{}
 			for _, tg := range targets {
 				// As a client would: a 503 during a handover is retried.
+				// After a pause, JetStream's replicas of a stream the
+				// paused node led have been seen to take 15s to agree on a
+				// leader again on this machine.
+				began := time.Now()
 				got, err := signalIDs(hc, nodes[i].base, tg.agent, tg.run)
-				for try := 0; err != nil && strings.Contains(err.Error(), "status 503") && try < 20; try++ {
+				for err != nil && strings.Contains(err.Error(), "status 503") && time.Since(began) < time.Minute {
 					time.Sleep(500 * time.Millisecond)
 					got, err = signalIDs(hc, nodes[i].base, tg.agent, tg.run)
+				}
+				if wait := time.Since(began); wait > 5*time.Second {
+					t.Logf("%s: reading run %s from n%d was answered 503 for %v", label, tg.run, i, wait.Round(time.Millisecond))
 				}
 				if err != nil {
 					for _, nd := range nodes {
