@@ -4,15 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
-
-	"github.com/plaudit/plaudit/persist/pebblelog"
 )
 
-// WriteReport writes what Inspect found: tables of the files, agents and
-// directory entries, then the problems (or that there are none); as one
-// JSON object if asJSON.
-func WriteReport(w io.Writer, r *pebblelog.Report, asJSON bool) error {
+// WriteReport writes what InspectDataDir found: tables of the files,
+// agents and directory entries, on a cluster member its streams, then the
+// problems (or that there are none); as one JSON object if asJSON.
+func WriteReport(w io.Writer, r *Report, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -45,7 +44,18 @@ func WriteReport(w io.Writer, r *pebblelog.Report, asJSON bool) error {
 
 	fmt.Fprintln(tw, "DIRECTORY\tENTRIES\tBYTES\t")
 	for _, g := range r.Directory {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", g.Prefix, g.Entries, g.Bytes)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", strings.ToValidUTF8(g.Prefix, "\\xff"), g.Entries, g.Bytes)
+	}
+	if m := r.Cluster; m != nil {
+		fmt.Fprintf(tw, "\ncluster member: agents' logs and snapshots are in JetStream (%s); the store above\n", m.Store)
+		fmt.Fprintf(tw, "holds this node's mirror of the directory. This node's copies of the streams:\n\n")
+		fmt.Fprintln(tw, "ACCOUNT\tSTREAM\tBLOCKS\tBYTES\tHOLDS\t")
+		var bytes int64
+		for _, s := range m.Streams {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t\n", s.Account, s.Name, s.Blocks, s.Bytes, s.Holds)
+			bytes += s.Bytes
+		}
+		fmt.Fprintf(tw, "\t%d streams\t\t%d\t\t\n", len(m.Streams), bytes)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

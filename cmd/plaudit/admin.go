@@ -67,7 +67,7 @@ type inspectCmd struct {
 }
 
 func (c *inspectCmd) Run(con *console) error {
-	r, err := backup.Inspect(c.Data)
+	r, err := backup.InspectDataDir(c.Data)
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}

@@ -377,6 +377,29 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	}
 	check("after the kill", []int{0, 2})
 
+	// The killed node's data directory, as `plaudit inspect` sees it: its
+	// copies of the cluster's streams, the partitions' logs among them.
+	code, out, stderr := runArgs("inspect", "--json", "--data", nodes[victim].data)
+	var rep struct {
+		Cluster *struct {
+			Streams []struct {
+				Name, Holds string
+				Bytes       int64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil || rep.Cluster == nil {
+		t.Fatalf("inspect of the killed node: exit %d, %v, %s %s", code, err, out, stderr)
+	}
+	logs, dir := 0, false
+	for _, st := range rep.Cluster.Streams {
+		logs += strings.Count(st.Holds, "event log")
+		dir = dir || (st.Name == "PLAUDIT_DIR" && st.Bytes > 0)
+	}
+	if logs != 16 || !dir {
+		t.Errorf("inspect of the killed node shows %d partition logs (want 16) and the directory %v: %s", logs, dir, out)
+	}
+
 	// The killed node rejoins on its data directory and serves them too.
 	nodes[victim].plaudit = launch(t, bin, nodes[victim].data, nodes[victim].name+"-again", nodes[victim].flags...)
 	nodes[victim].waitHealthy(t, 60*time.Second)
