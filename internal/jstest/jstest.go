@@ -4,6 +4,7 @@
 package jstest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server starts one nats-server with JetStream and returns a connection
@@ -72,5 +74,35 @@ func ClusterURLs(t testing.TB, n int) []string {
 		}
 		urls = append(urls, ns.ClientURL())
 	}
+	if n > 1 {
+		waitForMetaLeader(t, urls[0])
+	}
 	return urls
+}
+
+// waitForMetaLeader returns once the cluster's JetStream answers an
+// account's request, which a leaderless cluster does not.
+func waitForMetaLeader(t testing.TB, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the JetStream cluster has no leader after 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
