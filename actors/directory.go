@@ -11,7 +11,9 @@ import (
 	"github.com/plaudit/plaudit/persist"
 )
 
-// Directory keys, written in the same batch as the events that create them:
+// Directory keys, written in the same batch as the events that create them
+// (the external ids as Unique: in a cluster, the store refuses one another
+// node wrote first):
 //
 //	agent/<ws>/<agent id>      → AgentCreated event (the agent's info)
 //	agentext/<ws>/<external>   → agent id
@@ -31,13 +33,14 @@ func indexFor(ws string, ev engine.Event, encoded []byte) []persist.KV {
 	case engine.AgentCreated:
 		kvs := []persist.KV{{Key: agentKey(e.Info.Workspace, e.Info.ID), Value: encoded}}
 		if e.Info.ExternalID != "" {
-			kvs = append(kvs, persist.KV{Key: agentExtKey(e.Info.Workspace, e.Info.ExternalID), Value: []byte(e.Info.ID)})
+			kvs = append(kvs, persist.KV{Key: agentExtKey(e.Info.Workspace, e.Info.ExternalID), Value: []byte(e.Info.ID),
+				Unique: true})
 		}
 		return kvs
 	case engine.RunCreated:
 		kvs := []persist.KV{{Key: runKey(e.Run.ID), Value: []byte(e.Run.AgentID)}}
 		if e.Run.ExternalID != "" {
-			kvs = append(kvs, persist.KV{Key: runExtKey(ws, e.Run.ExternalID), Value: []byte(e.Run.ID)})
+			kvs = append(kvs, persist.KV{Key: runExtKey(ws, e.Run.ExternalID), Value: []byte(e.Run.ID), Unique: true})
 		}
 		return kvs
 	}

@@ -39,6 +39,9 @@ var (
 	// not serve now: in a cluster, its partition is owned by another node,
 	// or is moving between nodes.
 	ErrMoved = errors.New("persist: agent not served by this node")
+	// ErrExists is wrapped by an Append refused because another writer
+	// holds one of its Unique keys.
+	ErrExists = errors.New("persist: unique key already written")
 )
 
 // Condition is a store's fitness for writes.
@@ -62,7 +65,15 @@ func (c Condition) Err() error {
 
 // KV is one directory write; a nil Value deletes the key (an empty non-nil
 // Value stores an empty value).
-type KV struct{ Key, Value []byte }
+type KV struct {
+	Key, Value []byte
+	// Unique marks the first write of a key that must have no other (an
+	// external id). A store that several nodes write (a cluster's) refuses
+	// a batch whose unique key another writer holds with ErrExists, and
+	// writes nothing of it; a store with one writer may leave the check to
+	// that writer (the registry checks, under a lock, before it writes).
+	Unique bool
+}
 
 // Batch is one atomic, synced append for one agent.
 type Batch struct {

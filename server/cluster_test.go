@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -147,6 +148,33 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 			if len(items) != 3 {
 				t.Fatalf("node n%d reads %d signals of agent %s, want 3", j, len(items), ar.agent)
 			}
+		}
+	}
+	// One external id sent to every node at once: one agent gets it. (A
+	// node that loses the race in JetStream answers 503, whose retry is
+	// then refused as taken.)
+	for i := range 5 {
+		body := fmt.Sprintf(`{"name": "customer", "external_id": "customer-%d"}`, i)
+		statuses := make([]int, len(nodes))
+		var wg sync.WaitGroup
+		for j := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for try := 0; try < 100; try++ {
+					r, err := c[j].rawSend("POST", "/api/v1/agents", body, nil)
+					if err != nil || r.status != 503 {
+						statuses[j] = r.status
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(statuses)
+		if want := []int{201, 409, 409}; !slices.Equal(statuses, want) {
+			t.Errorf("external id customer-%d sent to every node at once: %v, want %v", i, statuses, want)
 		}
 	}
 	// A key made on one node authenticates on the others.

@@ -3,26 +3,40 @@ package jslog
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/persist"
 )
 
 // DirStream is the cluster's directory: every directory write, in order,
-// on the subject plaudit.dir. Each node mirrors it into its local store,
-// where reads are served.
+// on the subject plaudit.dir, or, for the first write of a unique key, on
+// plaudit.dir.claim.<hash of the key>. Each node mirrors it into its local
+// store, where reads are served.
 const (
-	DirStream  = "PLAUDIT_DIR"
-	dirSubject = "plaudit.dir"
+	DirStream     = "PLAUDIT_DIR"
+	dirSubject    = "plaudit.dir"
+	claimSubjects = dirSubject + ".claim.*"
 )
+
+// claimSubject is the subject of key's first write: JetStream refuses a
+// second write there (an expected last sequence of 0 on the subject), which
+// makes a unique key's check and write one step, whichever node writes.
+func claimSubject(key []byte) string {
+	sum := sha256.Sum256(key)
+	return dirSubject + ".claim." + hex.EncodeToString(sum[:16])
+}
 
 // appliedKey holds, in the local store, the stream sequence of the last
 // directory write applied there. Keys starting with reservedPrefix are the
@@ -81,9 +95,16 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	s, err := ensureStream(ctx, js, jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject},
+	scfg := jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject, claimSubjects},
 		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1), Retention: jetstream.LimitsPolicy,
-		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true})
+		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true}
+	s, err := ensureStream(ctx, js, scfg)
+	if err == nil && !slices.Contains(s.CachedInfo().Config.Subjects, claimSubjects) {
+		// Made by an earlier version, without the claims' subjects.
+		cur := s.CachedInfo().Config
+		cur.Subjects = scfg.Subjects
+		s, err = js.UpdateStream(ctx, cur)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jslog: directory stream: %w", err)
 	}
@@ -97,7 +118,7 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	default:
 		d.applied = binary.BigEndian.Uint64(v)
 	}
-	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{dirSubject}}
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{dirSubject, claimSubjects}}
 	if d.applied > 0 {
 		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, d.applied+1
 	}
@@ -180,6 +201,28 @@ func (d *Directory) publish(op dirOp) error {
 	ack, err := d.js.Publish(ctx, dirSubject, encodeDirOp(op), jetstream.WithExpectStream(DirStream))
 	if err != nil {
 		return fmt.Errorf("jslog: directory write: %w", err)
+	}
+	return d.wait(ctx, ack.Sequence)
+}
+
+// Claim writes kv, the first write of a key that must have no other,
+// unless another write claimed the key first, on any node: then it returns
+// ErrExists and writes nothing. A claim whose answer was lost may have
+// landed: the key is then held by a write that reports failure.
+func (d *Directory) Claim(kv persist.KV) error {
+	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
+		return fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	kv.Unique = false
+	ack, err := d.js.Publish(ctx, claimSubject(kv.Key), encodeDirOp(dirOp{kvs: []persist.KV{kv}}),
+		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(0))
+	if jserr.WrongLastSequence(err) {
+		return fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("jslog: directory claim: %w", err)
 	}
 	return d.wait(ctx, ack.Sequence)
 }

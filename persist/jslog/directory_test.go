@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jstest"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
@@ -240,5 +243,102 @@ func TestAnInvalidRangeDeleteNeverReachesTheStream(t *testing.T) {
 	}
 	if err := d.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}); err != nil {
 		t.Fatalf("a put after the refused range deletes: %v", err)
+	}
+}
+
+// Three nodes claiming the same external ids at the same moment, on a
+// replicated directory: each key goes to exactly one of them, and every
+// node's mirror reads that one's value.
+func TestAUniqueKeyClaimedOnSeveralNodesAtOnceGoesToOne(t *testing.T) {
+	js := jetStream(t, jstest.Cluster(t, 3))
+	var dirs []*Directory
+	for range 3 {
+		var d *Directory
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			d, err = OpenDirectory(ctx, js, local, DirectoryConfig{Replicas: 3})
+			cancel()
+			if err == nil {
+				t.Cleanup(func() { d.Close(); _ = local.Close() })
+				break
+			}
+			_ = local.Close()
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+		dirs = append(dirs, d)
+	}
+	for i := range 20 {
+		key := []byte(fmt.Sprintf("agentext/default/customer-%d", i))
+		errs := make([]error, len(dirs))
+		var wg sync.WaitGroup
+		for n, d := range dirs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[n] = d.Claim(persist.KV{Key: key, Value: []byte(fmt.Sprint("agt_", n)), Unique: true})
+			}()
+		}
+		wg.Wait()
+		winner := -1
+		for n, err := range errs {
+			switch {
+			case err == nil && winner >= 0:
+				t.Fatalf("key %d claimed by nodes %d and %d", i, winner, n)
+			case err == nil:
+				winner = n
+			case !errors.Is(err, persist.ErrExists):
+				t.Fatalf("key %d, node %d: %v, want ErrExists or success", i, n, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("key %d claimed by none: %v", i, errs)
+		}
+		for n, d := range dirs {
+			if v, err := d.Get(key); err != nil || string(v) != fmt.Sprint("agt_", winner) {
+				t.Fatalf("key %d on node %d: %q, %v; want node %d's", i, n, v, err, winner)
+			}
+		}
+	}
+}
+
+// A batch whose unique key another node holds writes nothing: neither its
+// other index entries nor its events.
+func TestABatchWhoseUniqueKeyIsTakenWritesNothing(t *testing.T) {
+	js := startJetStream(t)
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(node(t, js, 1), dir, local)
+	defer func() { _ = s.Close() }()
+	taken := persist.KV{Key: []byte("runext/default/order-1"), Value: []byte("run_1"), Unique: true}
+	if err := s.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: []persist.KV{{Key: []byte("run/run_1"), Value: []byte("agt_a")}, taken}}); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Append(persist.Batch{Agent: "agt_b", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: []persist.KV{{Key: []byte("run/run_2"), Value: []byte("agt_b")},
+			{Key: taken.Key, Value: []byte("run_2"), Unique: true}}})
+	if !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("the second claim of %s: %v, want ErrExists", taken.Key, err)
+	}
+	if v, err := s.Get(taken.Key); err != nil || string(v) != "run_1" {
+		t.Errorf("%s: %q, %v; want the first claim's run_1", taken.Key, v, err)
+	}
+	if _, err := s.Get([]byte("run/run_2")); !errors.Is(err, persist.ErrNotFound) {
+		t.Errorf("the refused batch's other index entry: %v, want not found", err)
+	}
+	if r, err := s.Load("agt_b"); err != nil || len(r.Tail) != 0 {
+		t.Errorf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
 	}
 }

@@ -256,6 +256,9 @@ func validBatch(b persist.Batch) error {
 		if len(kv.Key) == 0 {
 			return fmt.Errorf("%w: batch for agent %q: an index write without a key", persist.ErrInvalid, b.Agent)
 		}
+		if kv.Unique && kv.Value == nil {
+			return fmt.Errorf("%w: batch for agent %q: a unique key deleted", persist.ErrInvalid, b.Agent)
+		}
 	}
 	return nil
 }

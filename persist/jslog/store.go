@@ -35,16 +35,26 @@ func (s *Store) open(fn func() error) error {
 	return fn()
 }
 
-// Append writes b's index entries to the directory, then b to its
-// partition's log. A crash between leaves index entries naming a write
-// that never happened, which readers must treat as absent (a run id
-// pointing at an agent that does not know the run).
+// Append writes b's index entries to the directory, its unique keys first
+// (each claimed: a key another node wrote first is ErrExists, and nothing
+// more is written), then b to its partition's log. A crash between leaves
+// index entries naming a write that never happened, which readers must
+// treat as absent (a run id pointing at an agent that does not know the
+// run).
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		if err := s.dir.Put(b.Index...); err != nil { // no entries: no write
+		var rest []persist.KV
+		for _, kv := range b.Index {
+			if !kv.Unique {
+				rest = append(rest, kv)
+			} else if err := s.dir.Claim(kv); err != nil {
+				return fmt.Errorf("agent %s: index: %w", b.Agent, err)
+			}
+		}
+		if err := s.dir.Put(rest...); err != nil { // no entries: no write
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
 		if len(b.Events) == 0 {
