@@ -177,6 +177,42 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 			t.Errorf("external id customer-%d sent to every node at once: %v, want %v", i, statuses, want)
 		}
 	}
+	// One Idempotency-Key on a request that names no agent (making an API
+	// key), sent to every node at once: one node decides it, so one key is
+	// made, and every answer is that key's or "in progress".
+	for i := range 3 {
+		name := fmt.Sprintf("idem-%d", i)
+		hdr := map[string]string{"Idempotency-Key": "make-" + name}
+		answers := make([]response, len(nodes))
+		var wg sync.WaitGroup
+		for j := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				answers[j], _ = c[j].rawSend("POST", "/v1/workspaces/default/api-keys", fmt.Sprintf(`{"name": %q}`, name), hdr)
+			}()
+		}
+		wg.Wait()
+		made := map[string]bool{}
+		for j, r := range answers {
+			switch r.status {
+			case 201:
+				made[str(t, r.json(t), "id")] = true
+			case 409: // the key's request in progress on the node deciding it
+			default:
+				t.Errorf("%s sent to n%d: %d %s", name, j, r.status, r.body)
+			}
+		}
+		listed := 0
+		for _, k := range list(t, c[0].must(200, "GET", "/v1/workspaces/default/api-keys", ""), "items") {
+			if k.(map[string]any)["name"] == name {
+				listed++
+			}
+		}
+		if len(made) != 1 || listed != 1 {
+			t.Errorf("%s sent to every node with one Idempotency-Key: answers name keys %v, %d listed; want one", name, made, listed)
+		}
+	}
 	// A key made on one node authenticates on the others.
 	key := str(t, c[0].must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "ci"}`), "key")
 	for j := range nodes {

@@ -9,9 +9,11 @@ import (
 )
 
 // Router places requests in a cluster, where each agent is served by the
-// node that owns its partition.
+// node that owns its partition. A request is placed by its agent's id, or,
+// when it names no agent but carries an Idempotency-Key, by a placement
+// key made of that key (see placement): both hash into a partition.
 type Router interface {
-	// Local reports whether this node serves agentID now.
+	// Local reports whether this node serves agentID's partition now.
 	Local(agentID string) bool
 	// Forward hands req to the node serving agentID and returns its
 	// answer. The node it reaches handles req as its own door would, with
@@ -58,14 +60,29 @@ func (c *call) routeAgent() string {
 	return ""
 }
 
-// route forwards the request to the node serving its agent, when that is
-// not this node; ok is false when this node serves it.
-func (c *call) route() (resp Response, ok bool, err error) {
+// placement is what places the request in a cluster, and how errors name
+// it: its agent; or, for a write that names no agent (a workspace, a key)
+// but carries an Idempotency-Key, the key, so that one node decides it
+// (the key's reservation is a node's own); or nothing: served where it
+// arrived.
+func (c *call) placement(write bool) (key, name string) {
+	if agentID := c.routeAgent(); agentID != "" {
+		return agentID, "agent " + agentID
+	}
+	if write && c.req.IdempotencyKey != nil {
+		return "idempotency/" + c.ws + "/" + string(c.req.IdempotencyKey), "Idempotency-Key"
+	}
+	return "", ""
+}
+
+// route forwards the request to the node serving its placement, when that
+// is not this node; ok is false when this node serves it.
+func (c *call) route(write bool) (resp Response, ok bool, err error) {
 	r := c.s.cfg.Router
 	if r == nil {
 		return Response{}, false, nil
 	}
-	agentID := c.routeAgent()
+	agentID, name := c.placement(write)
 	if agentID == "" {
 		return Response{}, false, nil
 	}
@@ -84,7 +101,7 @@ func (c *call) route() (resp Response, ok bool, err error) {
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			return Response{}, false, fmt.Errorf("agent %s: %w", agentID, persist.ErrMoved)
+			return Response{}, false, fmt.Errorf("%s: %w", name, persist.ErrMoved)
 		}
 		resp, err = r.Forward(c.req, agentID)
 		if errors.Is(err, ErrNoOwner) && time.Now().Before(until) {
@@ -92,7 +109,7 @@ func (c *call) route() (resp Response, ok bool, err error) {
 			continue
 		}
 		if err != nil {
-			return Response{}, false, fmt.Errorf("agent %s: forwarding to its node: %v: %w", agentID, err, persist.ErrMoved)
+			return Response{}, false, fmt.Errorf("%s: forwarding to its node: %v: %w", name, err, persist.ErrMoved)
 		}
 		return resp, true, nil
 	}

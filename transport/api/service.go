@@ -266,9 +266,10 @@ func (s *Service) serve(c *call) (result, error) {
 			return result{}, err
 		}
 	}
-	// Another node's agent: its node runs everything below, Idempotency-Key
-	// included, so a key's reservation and record live where its writes do.
-	if resp, ok, err := c.route(); err != nil || ok {
+	// Another node's agent (or Idempotency-Key, see placement): its node
+	// runs everything below, Idempotency-Key included, so a key's
+	// reservation and record live where its writes do.
+	if resp, ok, err := c.route(h.write); err != nil || ok {
 		return result{forwarded: &resp}, err
 	}
 	if c.req.IdempotencyKey == nil || !h.write {
