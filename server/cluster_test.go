@@ -150,6 +150,34 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 			}
 		}
 	}
+	// Judged rewards (seed 003) whose episodes live on other nodes: the
+	// judge.* signals reach each episode's agent, and a calibration reads
+	// the reviews of episodes on every node.
+	c[0].must(201, "POST", "/v1/tasks", `{"id": "acme/checks", "rubric": {"criteria": [
+		{"id": "refund", "must": true, "check": {"type": "contains", "value": "refund"}}]}}`)
+	for i, ar := range made {
+		rw := c[(i+1)%3].must(201, "POST", "/v1/rewards",
+			fmt.Sprintf(`{"task": {"id": "acme/checks"}, "answer": "A refund, %d.", "episode_id": %q}`, i, ar.run))
+		if rw["status"] != "scored" {
+			t.Fatalf("reward of episode %s: %v", ar.run, rw)
+		}
+		c[(i+2)%3].must(201, "POST", "/v1/jobs/"+ar.run+"/rewards", `{"kind": "review", "value": 1}`)
+		judged := 0
+		for _, it := range list(t, c[(i+2)%3].must(200, "GET", "/api/v1/agents/"+ar.agent+"/runs/"+ar.run+"/signals", ""), "items") {
+			if strings.HasPrefix(it.(map[string]any)["kind"].(string), "judge.") {
+				judged++
+			}
+		}
+		if judged != 4 {
+			t.Errorf("episode %s (agent made on n%d, reward on n%d): %d judge signals, want 4", ar.run, i, (i+1)%3, judged)
+		}
+	}
+	for j := range nodes {
+		items := list(t, c[j].must(200, "GET", "/v1/tasks/acme%2Fchecks/calibration", ""), "items")
+		if len(items) != 1 || items[0].(map[string]any)["pairs"] != 3.0 {
+			t.Errorf("calibration on n%d: %v, want one group of 3 pairs (an episode on each node)", j, items)
+		}
+	}
 	// One external id sent to every node at once: one agent gets it. (A
 	// node that loses the race in JetStream answers 503, whose retry is
 	// then refused as taken.)

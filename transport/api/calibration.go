@@ -109,30 +109,7 @@ func (c *call) reviewValues(rewards []judging.Reward) (map[string]float64, error
 	}
 	out := map[string]float64{}
 	for agentID, ids := range runs {
-		vals, err := actors.Read(c.s.reg, agentID, c.by, func(a *engine.Agent, _ time.Time) (map[string]float64, error) {
-			vals := map[string]float64{}
-			for _, runID := range ids {
-				reps, err := a.Reports(runID)
-				if errors.Is(err, engine.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return nil, err
-				}
-				var sum float64
-				n := 0
-				for _, rep := range reps {
-					if rep.Kind == engine.ReportReview && rep.Value != nil {
-						sum += *rep.Value
-						n++
-					}
-				}
-				if n > 0 {
-					vals[runID] = sum / float64(n)
-				}
-			}
-			return vals, nil
-		})
+		vals, err := c.s.reviewScores(c.ws, agentID, ids, c.by)
 		if err != nil {
 			return nil, err
 		}
@@ -141,6 +118,35 @@ func (c *call) reviewValues(rewards []judging.Reward) (map[string]float64, error
 		}
 	}
 	return out, nil
+}
+
+// reviewScoresHere reads, on the node serving agentID, the mean standing
+// review of each of its runs that has one.
+func (s *Service) reviewScoresHere(agentID string, runIDs []string, by time.Time) (map[string]float64, error) {
+	return actors.Read(s.reg, agentID, by, func(a *engine.Agent, _ time.Time) (map[string]float64, error) {
+		vals := map[string]float64{}
+		for _, runID := range runIDs {
+			reps, err := a.Reports(runID)
+			if errors.Is(err, engine.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			var sum float64
+			n := 0
+			for _, rep := range reps {
+				if rep.Kind == engine.ReportReview && rep.Value != nil {
+					sum += *rep.Value
+					n++
+				}
+			}
+			if n > 0 {
+				vals[runID] = sum / float64(n)
+			}
+		}
+		return vals, nil
+	})
 }
 
 // appendCalibration renders one group of pairs.

@@ -58,6 +58,8 @@ var handlers = map[Op]handler{
 	ListJudgeVersions: {fn: (*call).listJudgeVersions},
 
 	CreateJudgedReward: {fn: (*call).createJudgedReward, write: true},
+	JudgeSignals:       {fn: (*call).judgeSignals, write: true},
+	ReviewScores:       {fn: (*call).reviewScores},
 	GetJudgedReward:    {fn: (*call).getJudgedReward},
 	TaskCalibration:    {fn: (*call).taskCalibration},
 	TaskRewardSummary:  {fn: (*call).taskRewardSummary},

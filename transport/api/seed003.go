@@ -264,12 +264,12 @@ var judgeSignals = []struct {
 	{"judge.all_pass", func(s judge.Scores) float64 { return s.AllPass }},
 }
 
-// appendJudgeSignals appends r's judge.* signals to its episode in one
+// appendJudgeSignalsHere appends r's judge.* signals to its episode in one
 // write, each with dedup key "<kind>/<rw id>", so appending them again
 // (a resume after a crash) adds nothing. A delivery failure is returned
 // (the reward stays open and is tried again at the next start); the
 // engine refusing them (the run is gone) is logged and not retried.
-func (s *Service) appendJudgeSignals(r judging.Reward) error {
+func (s *Service) appendJudgeSignalsHere(r judging.Reward) error {
 	out, err := actors.Write(s.reg, r.EpisodeAgent, time.Time{}, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
 		var evs []engine.Event
 		for _, sig := range judgeSignals {

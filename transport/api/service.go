@@ -59,6 +59,9 @@ type Service struct {
 	idem    *idempotency.Keeper
 	judging *judging.Judging
 	judges  *judging.Dispatcher
+	// handle is Handle, for the internal requests of cross-agent
+	// operations (a field: handlers reach it, and Handle reaches handlers).
+	handle  func(*Request) Response
 	metrics *requestMetrics
 	resume  sync.Once
 	ready   atomic.Bool
@@ -96,6 +99,7 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	_, _ = rand.Read(p[:])
 	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
 		metrics: newRequestMetrics(), reqPrefix: "req_" + hex.EncodeToString(p[:])}
+	s.handle = s.Handle
 	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,
 		Episode: s.appendJudgeSignals, Logger: cfg.Logger})
 	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })

@@ -1,0 +1,142 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/engine/judge"
+	"github.com/plaudit/plaudit/internal/jsonw"
+	"github.com/plaudit/plaudit/transport/judging"
+	"github.com/plaudit/plaudit/transport/tenancy"
+)
+
+// Operations a node asks of the node serving another agent, in a cluster:
+// the parts of a cross-agent operation (a judged reward's episode, a
+// calibration's reviews) that need that agent's actor. No door routes to
+// them: they reach a service from itself, forwarded to the agent's node.
+const (
+	// JudgeSignals appends a scored reward's judge.* signals to its
+	// episode: {"reward", "episode", "scores"}.
+	JudgeSignals Op = "judge_signals"
+	// ReviewScores reads the mean standing review of some runs of one
+	// agent: {"runs": [...]} → {"<run id>": mean, ...}.
+	ReviewScores Op = "review_scores"
+)
+
+// servedElsewhere reports whether another node of the cluster serves
+// agentID now (or may: it is between owners).
+func (s *Service) servedElsewhere(agentID string) bool {
+	r := s.cfg.Router
+	return r != nil && !r.Local(agentID)
+}
+
+// onAgentsNode runs op on the node serving agentID, as an internal request
+// of workspace ws, and returns its answer's body.
+func (s *Service) onAgentsNode(ws, agentID string, op Op, body []byte, by time.Time) ([]byte, error) {
+	resp := s.handle(&Request{Op: op, Principal: tenancy.Principal{KeyID: "internal", Home: ws},
+		Target: Target{Agent: agentID}, Body: body, Deadline: by, RequestID: s.RequestID()})
+	switch {
+	case resp.Status == 200:
+		return resp.Body, nil
+	case resp.Status == 404:
+		return nil, fmt.Errorf("%s on agent %s's node: %s: %w", op, agentID, resp.Message, engine.ErrNotFound)
+	case resp.Status == 503:
+		return nil, fmt.Errorf("%s on agent %s's node: %s: %w", op, agentID, resp.Message, actors.ErrUnavailable)
+	}
+	return nil, fmt.Errorf("%s on agent %s's node: status %d: %s", op, agentID, resp.Status, resp.Message)
+}
+
+// appendJudgeSignals appends r's judge.* signals to its episode, on the
+// node serving the episode's agent.
+func (s *Service) appendJudgeSignals(r judging.Reward) error {
+	if !s.servedElsewhere(r.EpisodeAgent) {
+		return s.appendJudgeSignalsHere(r)
+	}
+	b := append([]byte(nil), '{')
+	b = jsonw.Key(b, "reward")
+	b = jsonw.String(b, r.ID)
+	b = jsonw.Key(b, "episode")
+	b = jsonw.String(b, r.EpisodeID)
+	b = jsonw.Key(b, "scores")
+	b = r.Scores.AppendJSON(b)
+	b = append(b, '}')
+	_, err := s.onAgentsNode(r.Workspace, r.EpisodeAgent, JudgeSignals, b, time.Now().Add(s.cfg.RequestDeadline))
+	return err
+}
+
+// judgeSignals serves JudgeSignals on the episode agent's node.
+func (c *call) judgeSignals() (result, error) {
+	v, err := fastjson.ParseBytes(c.req.Body)
+	if err != nil {
+		return result{}, fmt.Errorf("judge signals: %w", err)
+	}
+	sc := v.Get("scores")
+	r := judging.Reward{ID: string(v.GetStringBytes("reward")), Workspace: c.ws, EpisodeID: string(v.GetStringBytes("episode")),
+		EpisodeAgent: c.req.Target.Agent, Scores: judge.Scores{Reward: sc.GetFloat64("reward"),
+			Partial: sc.GetFloat64("partial"), MustPass: sc.GetFloat64("must_pass"), AllPass: sc.GetFloat64("all_pass")}}
+	if err := c.s.appendJudgeSignalsHere(r); err != nil {
+		return result{}, err
+	}
+	return ok([]byte("{}"))
+}
+
+// reviewScores reads the mean standing review of runIDs of agentID, on the
+// node serving it.
+func (s *Service) reviewScores(ws, agentID string, runIDs []string, by time.Time) (map[string]float64, error) {
+	if !s.servedElsewhere(agentID) {
+		return s.reviewScoresHere(agentID, runIDs, by)
+	}
+	b := append([]byte(nil), `{"runs":[`...)
+	for i, id := range runIDs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.String(b, id)
+	}
+	body, err := s.onAgentsNode(ws, agentID, ReviewScores, append(b, "]}"...), by)
+	if err != nil {
+		return nil, err
+	}
+	v, err := fastjson.ParseBytes(body)
+	if err != nil {
+		return nil, fmt.Errorf("review scores of agent %s: %w", agentID, err)
+	}
+	o, err := v.Object()
+	if err != nil {
+		return nil, fmt.Errorf("review scores of agent %s: %w", agentID, err)
+	}
+	out := map[string]float64{}
+	o.Visit(func(k []byte, v *fastjson.Value) { out[string(k)] = v.GetFloat64() })
+	return out, nil
+}
+
+// reviewScoresHandler serves ReviewScores on the agent's node.
+func (c *call) reviewScores() (result, error) {
+	v, err := fastjson.ParseBytes(c.req.Body)
+	if err != nil {
+		return result{}, fmt.Errorf("review scores: %w", err)
+	}
+	var runIDs []string
+	for _, r := range v.GetArray("runs") {
+		runIDs = append(runIDs, string(r.GetStringBytes()))
+	}
+	vals, err := c.s.reviewScoresHere(c.req.Target.Agent, runIDs, c.by)
+	if err != nil {
+		return result{}, err
+	}
+	b := append([]byte(nil), '{')
+	first := true
+	for id, val := range vals {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = jsonw.Key(b, id)
+		b = jsonw.Float(b, val)
+	}
+	return ok(append(b, '}'))
+}
