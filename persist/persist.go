@@ -68,10 +68,11 @@ func (c Condition) Err() error {
 type KV struct {
 	Key, Value []byte
 	// Unique marks the first write of a key that must have no other (an
-	// external id). A store that several nodes write (a cluster's) refuses
-	// a batch whose unique key another writer holds with ErrExists, and
-	// writes nothing of it; a store with one writer may leave the check to
-	// that writer (the registry checks, under a lock, before it writes).
+	// external id, a judged reward's final record). A store that several
+	// nodes write (a cluster's) refuses a Put or a batch whose unique key
+	// another writer holds with ErrExists, and writes nothing of it; a
+	// store with one writer may leave the check to that writer (which
+	// checks, under a lock, before it writes).
 	Unique bool
 }
 

@@ -53,6 +53,7 @@ type clusterNode struct {
 	store    *jslog.Store
 	leases   *cluster.Leases
 	fwd      *nats.Subscription
+	judge    *nats.Subscription // ServeJudgeRequests
 }
 
 // replicas is the copies to keep, given nc, Plaudit's connection.
@@ -252,11 +253,32 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 	return st, nil
 }
 
+// relayJudge asks the judge workers connected to the other nodes, in
+// turn, until one node has a worker of ws serving subject.
+func (c *clusterNode) relayJudge(nc *nats.Conn, ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+	if c.leases == nil {
+		return nil, nats.ErrNoResponders
+	}
+	for _, m := range c.leases.Members() {
+		if m.Node == c.cfg.Node {
+			continue
+		}
+		reply, err := natsdoor.RelayJudgeRequest(nc, m.Node, ws, subject, data, timeout)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return reply, err
+		}
+	}
+	return nil, nats.ErrNoResponders
+}
+
 // stop hands the node's partitions over and stops serving forwarded
 // requests.
 func (c *clusterNode) stop() {
 	if c.fwd != nil {
 		_ = c.fwd.Unsubscribe()
+	}
+	if c.judge != nil {
+		_ = c.judge.Unsubscribe()
 	}
 	if c.leases != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

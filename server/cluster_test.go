@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,11 +10,17 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/plaudit/plaudit/cluster"
 	"github.com/plaudit/plaudit/internal/jstest"
 )
+
+// taskPlacementKey is how a cluster places a task's judged rewards (see
+// transport/api's taskPlacement).
+func taskPlacementKey(ws, task string) string { return "task/" + ws + "/" + task }
 
 // natsMode is how a test cluster's nodes reach each other: their
 // embedded NATS servers routed together, or an existing NATS cluster.
@@ -313,5 +320,98 @@ func TestANodeThatStopsHandsItsAgentsToTheOthers(t *testing.T) {
 		if len(items) != 2 {
 			t.Fatalf("agent %s after its node stopped: %d signals, want the one before and the one after", agent, len(items))
 		}
+	}
+}
+
+// A task's judged rewards are made and judged by the node serving the
+// task, whichever node they are sent to, each judge asked once; when that
+// node stops, the next one resumes its pending rewards.
+func TestJudgedRewardsAreJudgedByTheNodeServingTheirTask(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c := make([]*client, len(nodes))
+	for i, s := range nodes {
+		c[i] = newClient(t, s, adminKey)
+	}
+	c[0].must(201, "POST", "/v1/tasks", toneTask)
+	owner := func() int {
+		p := cluster.PartitionOf(taskPlacementKey("default", "acme/tone"), 8)
+		for i, s := range nodes {
+			if _, ok := s.cluster.leases.Owns(p); ok {
+				return i
+			}
+		}
+		return -1
+	}
+	first := owner()
+	if first < 0 {
+		t.Fatal("no node serves the task")
+	}
+	// The judge worker is connected to a node that will stay up; it
+	// answers once answering is switched on.
+	var answering atomic.Bool
+	answering.Store(true)
+	w := startJudge(t, nodes[(first+1)%3], "tone", 100*time.Millisecond, func(int32) string {
+		if answering.Load() {
+			return `{"met": true}`
+		}
+		return `{"met": "not yet"}` // malformed: asked again after a backoff
+	})
+	wait := map[string]string{"Prefer": "wait=10"}
+	for i := range nodes {
+		body := fmt.Sprintf(`{"task": {"id": "acme/tone"}, "answer": "We will refund you, %d."}`, i)
+		r := c[i].request("POST", "/v1/rewards", body, wait)
+		if r.status != 201 || str(t, r.json(t), "status") != "scored" {
+			t.Fatalf("reward sent to n%d: %d %s", i, r.status, r.body)
+		}
+		for j := range nodes {
+			g := c[j].must(200, "GET", "/v1/rewards/"+str(t, r.json(t), "id"), "")
+			if g["status"] != "scored" {
+				t.Errorf("reward sent to n%d, read on n%d: %v", i, j, g)
+			}
+		}
+	}
+	if n := w.asked.Load(); n != 3 {
+		t.Errorf("the judge was asked %d times for 3 rewards, want 3", n)
+	}
+	// The same answer sent to every node at once is one reward: the node
+	// serving the task decides which is first.
+	ids := make([]string, len(nodes))
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := c[i].rawSend("POST", "/v1/rewards", `{"task": {"id": "acme/tone"}, "answer": "Refunded."}`, wait)
+			if err == nil && (r.status == 200 || r.status == 201) {
+				var m struct{ ID string }
+				_ = json.Unmarshal(r.body, &m)
+				ids[i] = m.ID
+			}
+		}()
+	}
+	wg.Wait()
+	if ids[0] == "" || ids[0] != ids[1] || ids[1] != ids[2] {
+		t.Errorf("one answer sent to every node at once: rewards %v, want one", ids)
+	}
+	if n := w.asked.Load(); n != 4 {
+		t.Errorf("the judge was asked %d times for 4 rewards, want 4", n)
+	}
+
+	// A pending reward whose node stops: the next node serving the task
+	// resumes it, and it is scored.
+	answering.Store(false)
+	r := c[first].request("POST", "/v1/rewards", `{"task": {"id": "acme/tone"}, "answer": "Sorry."}`, nil)
+	if r.status != 202 {
+		t.Fatalf("pending reward: %d %s", r.status, r.body)
+	}
+	id := str(t, r.json(t), "id")
+	if err := nodes[first].Close(); err != nil {
+		t.Fatal(err)
+	}
+	answering.Store(true)
+	other := (first + 1) % 3
+	g := c[other].request("GET", "/v1/rewards/"+id, "", map[string]string{"Prefer": "wait=30"})
+	if g.status != 200 || str(t, g.json(t), "status") != "scored" {
+		t.Fatalf("the pending reward after its node stopped: %d %s", g.status, g.body)
 	}
 }

@@ -225,6 +225,11 @@ func (s *Server) start() (err error) {
 		if s.cluster.fwd, err = natsdoor.ServeForwarded(s.nc, s.cluster.cfg.Node, s.service, cfg.Logger); err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}
+		if s.embedded != nil {
+			if s.cluster.judge, err = natsdoor.ServeJudgeRequests(s.nc, s.cluster.cfg.Node, s.embedded, cfg.Logger); err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+		}
 		if err = s.cluster.startLeases(s, s.registry); err != nil {
 			return err
 		}
@@ -378,6 +383,10 @@ func (s *Server) judgeSender() func(ws, subject string, data []byte, timeout tim
 			msg, err = embedded.JudgeRequest(nc, ws, subject, data, timeout)
 		} else {
 			msg, err = nc.Request("plaudit.judge."+ws+"."+subject, data, timeout)
+		}
+		if errors.Is(err, nats.ErrNoResponders) && embedded != nil && s.cluster != nil {
+			// No worker on this node's server: one on another node's.
+			return s.cluster.relayJudge(nc, ws, subject, data, timeout)
 		}
 		if err != nil {
 			return nil, err

@@ -46,15 +46,7 @@ func (s *Store) Append(b persist.Batch) error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		var rest []persist.KV
-		for _, kv := range b.Index {
-			if !kv.Unique {
-				rest = append(rest, kv)
-			} else if err := s.dir.Claim(kv); err != nil {
-				return fmt.Errorf("agent %s: index: %w", b.Agent, err)
-			}
-		}
-		if err := s.dir.Put(rest...); err != nil { // no entries: no write
+		if err := s.put(b.Index); err != nil { // no entries: no write
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
 		if len(b.Events) == 0 {
@@ -81,9 +73,24 @@ func (s *Store) Get(key []byte) (v []byte, err error) {
 	return v, err
 }
 
-// Put implements persist.Store.
+// Put implements persist.Store: the unique keys claimed first, as in
+// Append.
 func (s *Store) Put(kvs ...persist.KV) error {
-	return s.open(func() error { return s.dir.Put(kvs...) })
+	return s.open(func() error { return s.put(kvs) })
+}
+
+// put writes kvs to the directory, claiming its unique keys first: one
+// another node wrote first is ErrExists, and nothing more is written.
+func (s *Store) put(kvs []persist.KV) error {
+	var rest []persist.KV
+	for _, kv := range kvs {
+		if !kv.Unique {
+			rest = append(rest, kv)
+		} else if err := s.dir.Claim(kv); err != nil {
+			return err
+		}
+	}
+	return s.dir.Put(rest...)
 }
 
 // DeleteRange implements persist.Store.

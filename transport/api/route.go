@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/plaudit/plaudit/persist"
 )
 
@@ -69,10 +71,39 @@ func (c *call) placement(write bool) (key, name string) {
 	if agentID := c.routeAgent(); agentID != "" {
 		return agentID, "agent " + agentID
 	}
+	if task := c.judgedRewardTask(); task != "" {
+		return taskPlacement(c.ws, task), "task " + task
+	}
 	if write && c.req.IdempotencyKey != nil {
 		return "idempotency/" + c.ws + "/" + string(c.req.IdempotencyKey), "Idempotency-Key"
 	}
 	return "", ""
+}
+
+// taskPlacement places a task's judged rewards: the node serving it
+// creates them (its locks decide a task's pin and an answer's first
+// reward) and asks their judges.
+func taskPlacement(ws, task string) string { return "task/" + ws + "/" + task }
+
+// judgedRewardTask is the task of a judged reward the request creates or
+// reads ("" for other requests, or when the body or the reward does not
+// say: the handler answers why).
+func (c *call) judgedRewardTask() string {
+	switch c.req.Op {
+	case CreateJudgedReward:
+		v, err := fastjson.ParseBytes(c.req.Body)
+		if err != nil {
+			return ""
+		}
+		return string(v.GetStringBytes("task", "id"))
+	case GetJudgedReward:
+		r, err := c.s.judging.Reward(c.ws, c.req.Target.Reward)
+		if err != nil {
+			return ""
+		}
+		return r.TaskID
+	}
+	return ""
 }
 
 // route forwards the request to the node serving its placement, when that

@@ -101,7 +101,9 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 		metrics: newRequestMetrics(), reqPrefix: "req_" + hex.EncodeToString(p[:])}
 	s.handle = s.Handle
 	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,
-		Episode: s.appendJudgeSignals, Logger: cfg.Logger})
+		Episode: s.appendJudgeSignals, Logger: cfg.Logger, Owns: func(r judging.Reward) bool {
+			return !s.servedElsewhere(taskPlacement(r.Workspace, r.TaskID))
+		}})
 	go keeper.Run(cfg.SweepInterval, s.stop, func(err error) { cfg.Logger.Warn("idempotency sweep", "err", err) })
 	return s, nil
 }
@@ -127,8 +129,32 @@ func (s *Service) SetReady() {
 		if err := s.judges.Resume(); err != nil {
 			s.cfg.Logger.Error("judged rewards not resumed", "err", err)
 		}
+		if s.cfg.Router != nil {
+			go s.resumeMoved()
+		}
 	})
 	s.ready.Store(true)
+}
+
+// resumeEvery is how often a cluster node looks for open judged rewards of
+// the tasks it has come to serve (their node stopped, or handed them over).
+const resumeEvery = 2 * time.Second
+
+// resumeMoved resumes, until Close, the open judged rewards of the tasks
+// this node serves that it does not have in hand.
+func (s *Service) resumeMoved() {
+	tick := time.NewTicker(resumeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+		if err := s.judges.Resume(); err != nil {
+			s.cfg.Logger.Warn("judged rewards not resumed", "err", err)
+		}
+	}
 }
 
 // Ready reports whether the service serves requests.

@@ -28,7 +28,12 @@ type DispatchConfig struct {
 	// idempotently (dedup keys): it may be called again for the same reward
 	// after a crash. nil: nothing is appended.
 	Episode func(Reward) error
-	Logger  *slog.Logger
+	// Owns reports whether this node judges r now: in a cluster, whether
+	// it serves r's task. A reward not owned is not started, and one that
+	// stops being owned while its judges are asked is dropped before its
+	// next write. nil: every reward is owned.
+	Owns   func(Reward) bool
+	Logger *slog.Logger
 }
 
 // Backoff of a judge request that failed or answered unscorable.
@@ -41,7 +46,11 @@ const (
 )
 
 // errClosed: the dispatcher has stopped; the reward stays as it is on disk.
-var errClosed = errors.New("judging: dispatcher closed")
+// errNotOwned: the reward's task moved to another node, which resumes it.
+var (
+	errClosed   = errors.New("judging: dispatcher closed")
+	errNotOwned = errors.New("judging: the reward's task is served by another node now")
+)
 
 // Dispatcher asks the model judges of pending rewards, one goroutine per
 // reward, outside every actor mailbox, and stores each reward once it is
@@ -54,6 +63,7 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	closed  bool
 	waiters map[string]chan struct{} // "<ws>/<rw id>" → closed when the reward turns final
+	inHand  map[string]bool          // "<ws>/<rw id>" of the rewards started and not done
 	stop    chan struct{}
 	writes  sync.WaitGroup // store and actor writes in progress; Close waits for them
 	workers sync.WaitGroup // reward goroutines, for tests that want them gone
@@ -68,12 +78,17 @@ func NewDispatcher(j *Judging, cfg DispatchConfig) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{j: j, cfg: cfg, waiters: map[string]chan struct{}{}, stop: make(chan struct{})}
+	if cfg.Owns == nil {
+		cfg.Owns = func(Reward) bool { return true }
+	}
+	return &Dispatcher{j: j, cfg: cfg, waiters: map[string]chan struct{}{}, inHand: map[string]bool{},
+		stop: make(chan struct{})}
 }
 
-// Resume restarts every open reward of every workspace: pending ones get
-// their remaining judges asked (with a fresh deadline), scored ones their
-// episode signals appended.
+// Resume restarts every open reward of every workspace that this node
+// owns and does not have in hand: pending ones get their remaining judges
+// asked (with a fresh deadline), scored ones their episode signals
+// appended.
 func (d *Dispatcher) Resume() error {
 	open, err := d.j.openRewards()
 	for _, r := range open {
@@ -82,21 +97,34 @@ func (d *Dispatcher) Resume() error {
 	return err
 }
 
-// Start takes an open reward in hand: it asks a pending one's judges,
-// appends a scored one's episode signals. It returns at once.
+// Start takes an open reward this node owns in hand, unless it is already:
+// it asks a pending one's judges, appends a scored one's episode signals.
+// It returns at once.
 func (d *Dispatcher) Start(r Reward) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed || !r.open() {
+	if !d.cfg.Owns(r) {
 		return
 	}
+	key := r.Workspace + "/" + r.ID
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed || !r.open() || d.inHand[key] {
+		return
+	}
+	d.inHand[key] = true
 	d.workers.Add(1)
 	go func() {
 		defer d.workers.Done()
+		defer func() {
+			d.mu.Lock()
+			delete(d.inHand, key)
+			d.mu.Unlock()
+		}()
 		if r.Status == StatusPending {
 			var err error
 			if r, err = d.score(r); err != nil {
-				if !errors.Is(err, errClosed) {
+				if errors.Is(err, errNotOwned) {
+					d.cfg.Logger.Info("judged reward left to its task's new node", "reward", r.ID)
+				} else if !errors.Is(err, errClosed) {
 					d.cfg.Logger.Error("judged reward not stored; it is resumed at the next start", "reward", r.ID, "err", err)
 				}
 				return
@@ -150,7 +178,7 @@ func (d *Dispatcher) score(r Reward) (Reward, error) {
 	if err != nil {
 		d.cfg.Logger.Error("judged reward: versions unreadable", "reward", r.ID, "err", err)
 		r.fail(FailureInfra, now().UTC())
-		return r, d.finish(r)
+		return d.finish(r)
 	}
 	if len(r.Outcomes) != len(tv.Task.Criteria) {
 		r.Outcomes, _ = tv.Task.Prepare(r.Answer)
@@ -175,7 +203,11 @@ func (d *Dispatcher) score(r Reward) (Reward, error) {
 			defer mu.Unlock()
 			r.Outcomes[i] = o
 			// Progress is saved so a restart asks only the rest; a lost
-			// save costs only a repeated question.
+			// save costs only a repeated question. Not by a node the
+			// reward's task has left: the new one's record is the one.
+			if !d.cfg.Owns(r) {
+				return
+			}
 			if err := d.write(func() error { return d.j.putReward(r) }); err != nil && !errors.Is(err, errClosed) {
 				d.cfg.Logger.Warn("judged reward progress not stored", "reward", r.ID, "err", err)
 			}
@@ -190,17 +222,25 @@ func (d *Dispatcher) score(r Reward) (Reward, error) {
 	for _, o := range r.Outcomes {
 		if o == judge.Pending {
 			r.fail(FailureJudgeError, now().UTC())
-			return r, d.finish(r)
+			return d.finish(r)
 		}
 	}
 	r.score(tv.Task, now().UTC())
-	return r, d.finish(r)
+	return d.finish(r)
 }
 
-// finish stores a final r and wakes its waiters.
-func (d *Dispatcher) finish(r Reward) error {
-	if err := d.write(func() error { return d.j.putReward(r) }); err != nil {
+// finish stores a final r and wakes its waiters; r is the reward as
+// stored, another node's if that one finished it first.
+func (d *Dispatcher) finish(r Reward) (Reward, error) {
+	if !d.cfg.Owns(r) {
+		return r, errNotOwned
+	}
+	err := d.write(func() (err error) {
+		r, err = d.j.finishReward(r)
 		return err
+	})
+	if err != nil {
+		return r, err
 	}
 	d.mu.Lock()
 	if ch, ok := d.waiters[r.Workspace+"/"+r.ID]; ok {
@@ -208,7 +248,7 @@ func (d *Dispatcher) finish(r Reward) error {
 		delete(d.waiters, r.Workspace+"/"+r.ID)
 	}
 	d.mu.Unlock()
-	return nil
+	return r, nil
 }
 
 // ask asks criterion i's judge until it answers met or not met, until it

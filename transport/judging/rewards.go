@@ -225,6 +225,28 @@ func (j *Judging) Reward(ws, rewardID string) (Reward, error) {
 // putReward stores r (synced).
 func (j *Judging) putReward(r Reward) error { return j.store.Put(r.records()...) }
 
+// finishReward stores r, now final, with its final record claimed first
+// (persist.KV.Unique): in a cluster, two nodes that judged the same reward
+// (its task moved between them meanwhile) cannot both make it final. The
+// one that claims second gets the first one's reward back, stored again,
+// and reports that one; the same goes after a crash between the claim and
+// the record.
+func (j *Judging) finishReward(r Reward) (Reward, error) {
+	final := persist.KV{Key: finalKey(r.Workspace, r.ID), Value: r.encode(), Unique: true}
+	err := j.store.Put(append([]persist.KV{final}, r.records()...)...)
+	if !errors.Is(err, persist.ErrExists) {
+		return r, err
+	}
+	v, err := j.store.Get(final.Key)
+	if err != nil {
+		return r, fmt.Errorf("reward %s: final record: %w", r.ID, err)
+	}
+	if r, err = decodeReward(r.Workspace, v); err != nil {
+		return r, err
+	}
+	return r, j.putReward(r)
+}
+
 // openRewards lists the open rewards of every workspace.
 func (j *Judging) openRewards() ([]Reward, error) {
 	var keys [][2]string
@@ -296,6 +318,7 @@ func cmpOr(a, b string) string {
 
 func rewardKey(ws, rid string) []byte { return []byte("judging/reward/" + ws + "/" + rid) }
 func openKey(ws, rid string) []byte   { return []byte("judging/open/" + ws + "/" + rid) }
+func finalKey(ws, rid string) []byte  { return []byte("judging/final/" + ws + "/" + rid) }
 func pinKey(ws, task string) []byte   { return []byte("judging/pin/" + ws + "/" + task) }
 
 func episodePrefix(ws, runID string) []byte {

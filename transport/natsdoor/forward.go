@@ -201,3 +201,85 @@ func reply(m *nats.Msg, resp api.Response, logger *slog.Logger) {
 		logger.Warn("answering a forwarded request", "component", "cluster", "err", err)
 	}
 }
+
+// JudgeSubject is the subject, in the service account, on which node asks
+// the judge workers connected to its own embedded server on behalf of the
+// other nodes of its cluster: a judge worker may be connected to any node,
+// and the embedded server sends a judge request only to its own
+// connections (Embedded.JudgeRequest).
+func JudgeSubject(node string) string { return "plaudit.cluster.judge." + node }
+
+// relayedJudge is a judge request on its way to another node, and
+// relayedVerdict its answer.
+type relayedJudge struct {
+	Workspace string        `json:"ws"`
+	Name      string        `json:"name"`
+	Data      []byte        `json:"data"`
+	Timeout   time.Duration `json:"timeout"`
+}
+
+type relayedVerdict struct {
+	Data         []byte `json:"data,omitempty"`
+	NoResponders bool   `json:"no_responders,omitempty"`
+	Err          string `json:"err,omitempty"`
+}
+
+// ServeJudgeRequests asks, for the other nodes of node's cluster, the
+// judge workers connected to e, until the returned subscription is
+// unsubscribed.
+func ServeJudgeRequests(nc *nats.Conn, node string, e *Embedded, logger *slog.Logger) (*nats.Subscription, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return nc.Subscribe(JudgeSubject(node), func(m *nats.Msg) {
+		var rq relayedJudge
+		if err := json.Unmarshal(m.Data, &rq); err != nil {
+			logger.Warn("unreadable relayed judge request", "component", "cluster", "err", err)
+			return
+		}
+		go func() {
+			var v relayedVerdict
+			msg, err := e.JudgeRequest(nc, rq.Workspace, rq.Name, rq.Data, rq.Timeout)
+			switch {
+			case errors.Is(err, nats.ErrNoResponders):
+				v.NoResponders = true
+			case err != nil:
+				v.Err = err.Error()
+			default:
+				v.Data = msg.Data
+			}
+			data, err := json.Marshal(v)
+			if err == nil {
+				err = m.Respond(data)
+			}
+			if err != nil {
+				logger.Warn("answering a relayed judge request", "component", "cluster", "err", err)
+			}
+		}()
+	})
+}
+
+// RelayJudgeRequest asks node's judge workers of workspace ws serving
+// name (see ServeJudgeRequests); nats.ErrNoResponders when it has none.
+func RelayJudgeRequest(nc *nats.Conn, node, ws, name string, data []byte, timeout time.Duration) ([]byte, error) {
+	req, err := json.Marshal(relayedJudge{Workspace: ws, Name: name, Data: data, Timeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	// A little more than the judge's own timeout, for the relay.
+	msg, err := nc.Request(JudgeSubject(node), req, timeout+time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("judge request relayed to node %s: %w", node, err)
+	}
+	var v relayedVerdict
+	if err := json.Unmarshal(msg.Data, &v); err != nil {
+		return nil, fmt.Errorf("judge request relayed to node %s: %w", node, err)
+	}
+	switch {
+	case v.NoResponders:
+		return nil, nats.ErrNoResponders
+	case v.Err != "":
+		return nil, fmt.Errorf("judge request relayed to node %s: %s", node, v.Err)
+	}
+	return v.Data, nil
+}

@@ -1,0 +1,82 @@
+package judging
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plaudit/plaudit/engine/judge"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+)
+
+// A reward is judged only by the node that owns it (Owns), once however
+// often it is started there, and a reward its node stops owning while its
+// judge is asked is not written by it.
+func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
+	s, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := New(s, time.Now)
+	tk, err := judge.Parse([]byte(`{"id": "a/t", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.PutTask("ws", tk); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		owned   atomic.Bool
+		asked   atomic.Int32
+		release = make(chan struct{})
+	)
+	d := NewDispatcher(j, DispatchConfig{Deadline: 10 * time.Second, Owns: func(Reward) bool { return owned.Load() },
+		Judge: func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+			asked.Add(1)
+			<-release
+			return []byte(`{"met": true}`), nil
+		}})
+	defer d.Close()
+	pending := func(answer string) Reward {
+		r, created, err := j.CreateReward("ws", NewReward{TaskID: "a/t", Answer: answer})
+		if err != nil || !created || r.Final() {
+			t.Fatalf("CreateReward: %+v, %v, %v", r, created, err)
+		}
+		return r
+	}
+
+	r := pending("first")
+	d.Start(r) // not owned: not judged
+	owned.Store(true)
+	var wg sync.WaitGroup
+	for range 4 { // owned, started four times at once: judged once
+		wg.Add(1)
+		go func() { defer wg.Done(); d.Start(r) }()
+	}
+	wg.Wait()
+	close(release)
+	got, err := d.Wait("ws", r.ID, 10*time.Second)
+	if err != nil || got.Status != StatusScored {
+		t.Fatalf("owned reward: %+v, %v; want scored", got, err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the judge was asked %d times, want once", n)
+	}
+
+	// Owned when started, not by the time its judge answers: the reward
+	// stays as it was, for the node that owns it now.
+	release = make(chan struct{})
+	r = pending("second")
+	d.Start(r)
+	for asked.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	owned.Store(false)
+	close(release)
+	d.workers.Wait()
+	if got, err := j.Reward("ws", r.ID); err != nil || got.Status != StatusPending || got.Outcomes[0] != judge.Pending {
+		t.Errorf("a reward its node stopped owning: %+v, %v; want it pending as stored", got, err)
+	}
+}
