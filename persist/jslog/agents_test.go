@@ -165,18 +165,22 @@ func TestAnAgentOfAPartitionNotOwnedHereIsRefused(t *testing.T) {
 }
 
 func TestStoreKeepsThePersistContract(t *testing.T) {
-	persisttest.RunContract(t, func(t *testing.T) persist.Store {
-		js := startJetStream(t)
-		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return NewStore(node(t, js, 1), dir, local)
-	})
+	persisttest.RunContract(t, func(t *testing.T) persist.Store { return nodeStore(t, startJetStream(t)) })
+}
+
+// nodeStore is one node's Store on js: agents at epoch 1, the directory
+// mirrored into a Pebble store of its own.
+func nodeStore(t *testing.T, js jetstream.JetStream) *Store {
+	t.Helper()
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewStore(node(t, js, 1), dir, local)
 }
 
 // A node that owns a partition again knows nothing of what another owner

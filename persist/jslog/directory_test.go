@@ -310,23 +310,14 @@ func TestAUniqueKeyClaimedOnSeveralNodesAtOnceGoesToOne(t *testing.T) {
 // A batch whose unique key another node holds writes nothing: neither its
 // other index entries nor its events.
 func TestABatchWhoseUniqueKeyIsTakenWritesNothing(t *testing.T) {
-	js := startJetStream(t)
-	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewStore(node(t, js, 1), dir, local)
+	s := nodeStore(t, startJetStream(t))
 	defer func() { _ = s.Close() }()
 	taken := persist.KV{Key: []byte("runext/default/order-1"), Value: []byte("run_1"), Unique: true}
 	if err := s.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
 		Index: []persist.KV{{Key: []byte("run/run_1"), Value: []byte("agt_a")}, taken}}); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Append(persist.Batch{Agent: "agt_b", First: 1, Events: [][]byte{[]byte("e1")},
+	err := s.Append(persist.Batch{Agent: "agt_b", First: 1, Events: [][]byte{[]byte("e1")},
 		Index: []persist.KV{{Key: []byte("run/run_2"), Value: []byte("agt_b")},
 			{Key: taken.Key, Value: []byte("run_2"), Unique: true}}})
 	if !errors.Is(err, persist.ErrExists) {
