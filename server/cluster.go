@@ -249,8 +249,25 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 	}
 	for p := range c.meta.Partitions {
 		st.Owners = append(st.Owners, c.leases.Owner(p))
+		st.Logs = append(st.Logs, c.logState(p))
 	}
 	return st, nil
+}
+
+// logState is partition p's log as JetStream reports it; a log whose
+// state cannot be read now (no leader) shows no leader and no copies.
+func (c *clusterNode) logState(p int) api.ClusterLog {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ls, err := jslog.PartitionLogState(ctx, c.js, p)
+	if err != nil {
+		return api.ClusterLog{}
+	}
+	l := api.ClusterLog{Messages: ls.Messages, Bytes: ls.Bytes, Leader: ls.Leader}
+	for _, r := range ls.Replicas {
+		l.Replicas = append(l.Replicas, api.ClusterReplica{Server: r.Server, Current: r.Current, Lag: r.Lag})
+	}
+	return l
 }
 
 // relayJudge asks the judge workers connected to the other nodes, in

@@ -266,10 +266,22 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 		if len(list(t, st, "nodes")) != 3 || owned != 8 {
 			t.Errorf("n%d sees nodes %v, owning %v partitions; want 3 nodes owning all 8", j, st["nodes"], owned)
 		}
+		// Each partition's log: three copies, the writes made above in them.
+		logs, messages := list(t, st, "logs"), 0.0
+		for _, l := range logs {
+			lm := l.(map[string]any)
+			messages += lm["messages"].(float64)
+			if lm["leader"] == nil || len(lm["replicas"].([]any)) != 2 {
+				t.Errorf("n%d: partition %v's log: %v, want a leader and two other copies", j, lm["partition"], lm)
+			}
+		}
+		if len(logs) != 8 || messages == 0 {
+			t.Errorf("n%d shows %d partition logs holding %v messages, want 8 holding the writes", j, len(logs), messages)
+		}
 		c[j].as(key).must(403, "GET", "/v1/cluster", "")
 	}
 	// Each node's metrics show the partitions it owns, together all of them.
-	owned := 0
+	owned, logged := 0, 0
 	for _, s := range nodes {
 		resp, err := http.Get("http://" + s.HTTPAddr() + "/metrics")
 		if err != nil {
@@ -281,13 +293,16 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 			if strings.HasPrefix(line, "plaudit_cluster_partition_owned{") && strings.HasSuffix(line, " 1") {
 				owned++
 			}
+			if strings.HasPrefix(line, "plaudit_cluster_partition_log_messages{") {
+				logged++
+			}
 		}
 		if !strings.Contains(string(body), "plaudit_cluster_nodes 3") {
 			t.Errorf("%s's metrics do not count 3 nodes", s.HTTPAddr())
 		}
 	}
-	if owned != 8 {
-		t.Errorf("the nodes' metrics show %d owned partitions, want 8", owned)
+	if owned != 8 || logged != 8 {
+		t.Errorf("the nodes' metrics show %d owned partitions and %d partition logs, want 8 of each", owned, logged)
 	}
 }
 

@@ -115,10 +115,17 @@ var (
 		"Live nodes of the cluster, as this node sees them.", nil, nil)
 	descDirectoryLag = prometheus.NewDesc("plaudit_cluster_directory_lag",
 		"Directory writes of the cluster this node has not applied yet.", nil, nil)
+	descLogMessages = prometheus.NewDesc("plaudit_cluster_partition_log_messages",
+		"Messages in the log of each partition this node owns.", []string{"partition"}, nil)
+	descLogBytes = prometheus.NewDesc("plaudit_cluster_partition_log_bytes",
+		"Bytes in the log of each partition this node owns.", []string{"partition"}, nil)
+	descLogLag = prometheus.NewDesc("plaudit_cluster_partition_log_replica_lag",
+		"Operations the furthest-behind copy of each owned partition's log lags its leader.", []string{"partition"}, nil)
 )
 
 func (cc clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPartitionOwned, descPartitionEpoch, descClusterNodes, descDirectoryLag} {
+	for _, d := range []*prometheus.Desc{descPartitionOwned, descPartitionEpoch, descClusterNodes, descDirectoryLag,
+		descLogMessages, descLogBytes, descLogLag} {
 		ch <- d
 	}
 }
@@ -134,6 +141,15 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPartitionOwned, prometheus.GaugeValue, boolGauge(ok), label)
 		if ok {
 			ch <- prometheus.MustNewConstMetric(descPartitionEpoch, prometheus.GaugeValue, float64(epoch), label)
+			if l := c.logState(p); l.Leader != "" {
+				var lag uint64
+				for _, r := range l.Replicas {
+					lag = max(lag, r.Lag)
+				}
+				ch <- prometheus.MustNewConstMetric(descLogMessages, prometheus.GaugeValue, float64(l.Messages), label)
+				ch <- prometheus.MustNewConstMetric(descLogBytes, prometheus.GaugeValue, float64(l.Bytes), label)
+				ch <- prometheus.MustNewConstMetric(descLogLag, prometheus.GaugeValue, float64(lag), label)
+			}
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descClusterNodes, prometheus.GaugeValue, float64(len(c.leases.Members())))

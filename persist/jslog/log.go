@@ -262,3 +262,34 @@ func validBatch(b persist.Batch) error {
 	}
 	return nil
 }
+
+// LogState is a partition log's size and copies, as JetStream reports them.
+type LogState struct {
+	Messages, Bytes uint64
+	Leader          string         // the server whose copy takes writes; "" while none does
+	Replicas        []ReplicaState // the other copies
+}
+
+// ReplicaState is one follower copy of a log.
+type ReplicaState struct {
+	Server  string
+	Current bool   // caught up with the leader
+	Lag     uint64 // operations behind the leader
+}
+
+// PartitionLogState reads partition p's log state.
+func PartitionLogState(ctx context.Context, js jetstream.JetStream, p int) (LogState, error) {
+	s, err := js.Stream(ctx, StreamName(p))
+	if err != nil {
+		return LogState{}, fmt.Errorf("jslog: partition %d: %w", p, err)
+	}
+	info := s.CachedInfo()
+	st := LogState{Messages: info.State.Msgs, Bytes: info.State.Bytes}
+	if c := info.Cluster; c != nil {
+		st.Leader = c.Leader
+		for _, r := range c.Replicas {
+			st.Replicas = append(st.Replicas, ReplicaState{Server: r.Name, Current: r.Current, Lag: r.Lag})
+		}
+	}
+	return st, nil
+}

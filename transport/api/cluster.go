@@ -18,6 +18,22 @@ type ClusterStatus struct {
 	// DirectoryLag is how many directory writes this node has not applied
 	// yet.
 	DirectoryLag uint64
+	Logs         []ClusterLog // each partition's log, by partition
+}
+
+// ClusterLog is one partition's log: its size and its copies. Leader is ""
+// while no copy takes writes (or its state could not be read).
+type ClusterLog struct {
+	Messages, Bytes uint64
+	Leader          string
+	Replicas        []ClusterReplica
+}
+
+// ClusterReplica is a follower copy of a partition's log.
+type ClusterReplica struct {
+	Server  string
+	Current bool
+	Lag     uint64
 }
 
 // ClusterMember is a live node.
@@ -80,6 +96,43 @@ func appendCluster(b []byte, st ClusterStatus) []byte {
 			b = append(b, ',')
 		}
 		b = jsonw.StringOrNull(b, o)
+	}
+	b = append(b, ']')
+	b = jsonw.Key(b, "logs")
+	b = append(b, '[')
+	for p, l := range st.Logs {
+		if p > 0 {
+			b = append(b, ',')
+		}
+		b = appendClusterLog(b, p, l)
+	}
+	return append(b, "]}"...)
+}
+
+func appendClusterLog(b []byte, p int, l ClusterLog) []byte {
+	b = append(b, '{')
+	b = jsonw.Key(b, "partition")
+	b = jsonw.Int(b, int64(p))
+	b = jsonw.Key(b, "messages")
+	b = jsonw.Int(b, int64(l.Messages))
+	b = jsonw.Key(b, "bytes")
+	b = jsonw.Int(b, int64(l.Bytes))
+	b = jsonw.Key(b, "leader")
+	b = jsonw.StringOrNull(b, l.Leader)
+	b = jsonw.Key(b, "replicas")
+	b = append(b, '[')
+	for i, r := range l.Replicas {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		b = jsonw.Key(b, "server")
+		b = jsonw.String(b, r.Server)
+		b = jsonw.Key(b, "current")
+		b = jsonw.Bool(b, r.Current)
+		b = jsonw.Key(b, "lag")
+		b = jsonw.Int(b, int64(r.Lag))
+		b = append(b, '}')
 	}
 	return append(b, "]}"...)
 }
