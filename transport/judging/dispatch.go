@@ -361,13 +361,26 @@ func (d *Dispatcher) Wait(ws, rewardID string, timeout time.Duration) (Reward, e
 	}
 	tm := time.NewTimer(timeout)
 	defer tm.Stop()
-	select {
-	case <-ch:
-	case <-tm.C:
-	case <-d.stop:
+	// A reward another node finishes (in a cluster, its task moved there
+	// meanwhile) closes no channel here: it is read again now and then.
+	poll := time.NewTicker(waitPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ch:
+		case <-tm.C:
+		case <-d.stop:
+		case <-poll.C:
+			if r, err := d.j.Reward(ws, rewardID); err != nil || !r.Final() {
+				continue
+			}
+		}
+		return d.j.Reward(ws, rewardID)
 	}
-	return d.j.Reward(ws, rewardID)
 }
+
+// waitPoll is how often Wait reads a reward it waits for again.
+const waitPoll = time.Second
 
 // Close stops the dispatcher: goroutines waiting (backoff, Wait) return,
 // writes in progress finish, and nothing more is written; pending rewards

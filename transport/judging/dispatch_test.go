@@ -80,3 +80,51 @@ func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
 		t.Errorf("a reward its node stopped owning: %+v, %v; want it pending as stored", got, err)
 	}
 }
+
+// A waiter is answered when the reward turns final on another node (its
+// task moved there), not only at the end of its wait.
+func TestAWaiterSeesARewardAnotherNodeFinished(t *testing.T) {
+	s, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := New(s, time.Now)
+	tk, err := judge.Parse([]byte(`{"id": "a/t", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := j.PutTask("ws", tk); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := j.CreateReward("ws", NewReward{TaskID: "a/t", Answer: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDispatcher(j, DispatchConfig{Owns: func(Reward) bool { return false }}) // judged elsewhere
+	defer d.Close()
+	got := make(chan Reward, 1)
+	go func() {
+		w, _ := d.Wait("ws", r.ID, time.Hour)
+		got <- w
+	}()
+	for waiting := false; !waiting; { // the waiter has read the reward pending
+		time.Sleep(time.Millisecond)
+		d.mu.Lock()
+		_, waiting = d.waiters["ws/"+r.ID]
+		d.mu.Unlock()
+	}
+	r.Outcomes[0] = judge.Met
+	r.score(tk, time.Now())
+	if _, err := j.finishReward(r); err != nil { // as the other node's dispatcher does
+		t.Fatal(err)
+	}
+	select {
+	case w := <-got:
+		if w.Status != StatusScored {
+			t.Errorf("the waiter got %+v, want the scored reward", w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter was not answered once the reward was final")
+	}
+}
