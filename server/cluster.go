@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +55,8 @@ type clusterNode struct {
 	leases   *cluster.Leases
 	fwd      *nats.Subscription
 	judge    *nats.Subscription // ServeJudgeRequests
+	// judgeTurn rotates the node relayJudge asks first.
+	judgeTurn atomic.Uint32
 }
 
 // replicas is the copies to keep, given nc, Plaudit's connection.
@@ -270,22 +273,30 @@ func (c *clusterNode) logState(p int) api.ClusterLog {
 	return l
 }
 
-// relayJudge asks the judge workers connected to the other nodes, in
-// turn, until one node has a worker of ws serving subject.
+// relayJudge asks the judge workers connected to the other nodes until
+// one answers: the nodes in turn, starting one further each time (so
+// workers on several nodes share the requests), past a node without such
+// a worker and past one that does not answer (stopped, or paused).
 func (c *clusterNode) relayJudge(nc *nats.Conn, ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
 	if c.leases == nil {
 		return nil, nats.ErrNoResponders
 	}
+	var others []string
 	for _, m := range c.leases.Members() {
-		if m.Node == c.cfg.Node {
-			continue
-		}
-		reply, err := natsdoor.RelayJudgeRequest(nc, m.Node, ws, subject, data, timeout)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return reply, err
+		if m.Node != c.cfg.Node {
+			others = append(others, m.Node)
 		}
 	}
-	return nil, nats.ErrNoResponders
+	err := nats.ErrNoResponders
+	start := int(c.judgeTurn.Add(1))
+	for i := range others {
+		var reply []byte
+		reply, err = natsdoor.RelayJudgeRequest(nc, others[(start+i)%len(others)], ws, subject, data, timeout)
+		if err == nil {
+			return reply, nil
+		}
+	}
+	return nil, err
 }
 
 // stop hands the node's partitions over and stops serving forwarded
