@@ -250,18 +250,25 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 	for _, m := range c.leases.Members() {
 		st.Members = append(st.Members, api.ClusterMember{Node: m.Node, Since: m.Since})
 	}
+	// The logs' states together take at most logStateTime: the ones not
+	// read by then show no leader.
+	ctx, cancel := context.WithTimeout(context.Background(), logStateTime)
+	defer cancel()
 	for p := range c.meta.Partitions {
 		st.Owners = append(st.Owners, c.leases.Owner(p))
-		st.Logs = append(st.Logs, c.logState(p))
+		st.Logs = append(st.Logs, c.logState(ctx, p))
 	}
 	return st, nil
 }
 
+// logStateTime bounds the reads of the partitions' logs' states for one
+// status or one scrape of the metrics.
+const logStateTime = 2 * time.Second
+
 // logState is partition p's log as JetStream reports it; a log whose
-// state cannot be read now (no leader) shows no leader and no copies.
-func (c *clusterNode) logState(p int) api.ClusterLog {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
+// state cannot be read by ctx's end (no leader) shows no leader and no
+// copies.
+func (c *clusterNode) logState(ctx context.Context, p int) api.ClusterLog {
 	ls, err := jslog.PartitionLogState(ctx, c.js, p)
 	if err != nil {
 		return api.ClusterLog{}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -135,13 +136,15 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.leases == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), logStateTime)
+	defer cancel()
 	for p := range c.meta.Partitions {
 		label := strconv.Itoa(p)
 		epoch, ok := c.leases.Owns(p)
 		ch <- prometheus.MustNewConstMetric(descPartitionOwned, prometheus.GaugeValue, boolGauge(ok), label)
 		if ok {
 			ch <- prometheus.MustNewConstMetric(descPartitionEpoch, prometheus.GaugeValue, float64(epoch), label)
-			if l := c.logState(p); l.Leader != "" {
+			if l := c.logState(ctx, p); l.Leader != "" {
 				var lag uint64
 				for _, r := range l.Replicas {
 					lag = max(lag, r.Lag)

@@ -11,9 +11,10 @@ import (
 )
 
 // Router places requests in a cluster, where each agent is served by the
-// node that owns its partition. A request is placed by its agent's id, or,
-// when it names no agent but carries an Idempotency-Key, by a placement
-// key made of that key (see placement): both hash into a partition.
+// node that owns its partition. A request is placed by its agent's id, or
+// by another placement key (a judged reward's task, an Idempotency-Key;
+// see placement) that hashes into a partition the same way; the methods
+// take either as agentID.
 type Router interface {
 	// Local reports whether this node serves agentID's partition now.
 	Local(agentID string) bool
