@@ -333,3 +333,33 @@ func TestABatchWhoseUniqueKeyIsTakenWritesNothing(t *testing.T) {
 		t.Errorf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
 	}
 }
+
+// A directory stream made before claims had subjects of their own gets
+// them when a node opens it, and keeps what it held.
+func TestADirectoryFromBeforeClaimsTakesThem(t *testing.T) {
+	js := startJetStream(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: DirStream,
+		Subjects: []string{dirSubject}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(context.Background(), dirSubject,
+		encodeDirOp(dirOp{kvs: []persist.KV{{Key: []byte("ws/old"), Value: []byte("1")}}})); err != nil {
+		t.Fatal(err)
+	}
+	// JetStream not answering in time: an error, not a half-opened stream.
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := OpenDirectory(gone, js, nil, DirectoryConfig{}); err == nil {
+		t.Fatal("OpenDirectory with a cancelled context: no error")
+	}
+	d, local := dirNode(t, js, t.TempDir())
+	defer func() { d.Close(); _ = local.Close() }()
+	if err := d.Claim(persist.KV{Key: []byte("agentext/default/x"), Value: []byte("agt_1")}); err != nil {
+		t.Fatalf("a claim on the upgraded directory: %v", err)
+	}
+	for key, want := range map[string]string{"ws/old": "1", "agentext/default/x": "agt_1"} {
+		if v, err := d.Get([]byte(key)); err != nil || string(v) != want {
+			t.Errorf("%s: %q, %v; want %q", key, v, err, want)
+		}
+	}
+}
