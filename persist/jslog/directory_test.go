@@ -363,3 +363,18 @@ func TestADirectoryFromBeforeClaimsTakesThem(t *testing.T) {
 		}
 	}
 }
+
+func TestAClaimThatCannotBeAKeysFirstWriteIsRefused(t *testing.T) {
+	js := startJetStream(t)
+	d, local := dirNode(t, js, t.TempDir())
+	defer func() { d.Close(); _ = local.Close() }()
+	for name, kv := range map[string]persist.KV{
+		"no key":               {Value: []byte("v")},
+		"a deletion":           {Key: []byte("agentext/default/x")},
+		"the mirror's own key": {Key: append(bytes.Clone(reservedPrefix), 'k'), Value: []byte("v")},
+	} {
+		if err := d.Claim(kv); !errors.Is(err, persist.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
