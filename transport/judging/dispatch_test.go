@@ -10,15 +10,15 @@ import (
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
 
-// A reward is judged only by the node that owns it (Owns), once however
-// often it is started there, and a reward its node stops owning while its
-// judge is asked is not written by it.
-func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
+// toneJudging is a Judging on a store of its own, with task a/t of
+// workspace ws: one criterion, asked of judge "tone".
+func toneJudging(t *testing.T) (*Judging, judge.Task) {
+	t.Helper()
 	s, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
 	j := New(s, time.Now)
 	tk, err := judge.Parse([]byte(`{"id": "a/t", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`), "")
 	if err != nil {
@@ -27,6 +27,14 @@ func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
 	if _, _, err := j.PutTask("ws", tk); err != nil {
 		t.Fatal(err)
 	}
+	return j, tk
+}
+
+// A reward is judged only by the node that owns it (Owns), once however
+// often it is started there, and a reward its node stops owning while its
+// judge is asked is not written by it.
+func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
+	j, _ := toneJudging(t)
 	var (
 		owned   atomic.Bool
 		asked   atomic.Int32
@@ -84,19 +92,7 @@ func TestADispatcherJudgesOnlyTheRewardsItOwnsAndEachOnce(t *testing.T) {
 // A waiter is answered when the reward turns final on another node (its
 // task moved there), not only at the end of its wait.
 func TestAWaiterSeesARewardAnotherNodeFinished(t *testing.T) {
-	s, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	j := New(s, time.Now)
-	tk, err := judge.Parse([]byte(`{"id": "a/t", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := j.PutTask("ws", tk); err != nil {
-		t.Fatal(err)
-	}
+	j, tk := toneJudging(t)
 	r, _, err := j.CreateReward("ws", NewReward{TaskID: "a/t", Answer: "x"})
 	if err != nil {
 		t.Fatal(err)
