@@ -12,6 +12,7 @@
 //	judging/judge/<ws>/<name>                         a published judge version
 //	judging/reward/<ws>/<rw id>                       a reward: what it renders, plus its answer and outcomes
 //	judging/open/<ws>/<rw id>                         (empty) a reward still pending, or with episode signals to append
+//	judging/final/<ws>/<rw id>                        a judged reward as first made final (written once: persist.KV.Unique)
 //	judging/answer/<ws>/<tv>/<jv>/<sha256 hex>        the first reward of an answer (its id), for "same answer"
 //	judging/pin/<ws>/<task id>                        the versions the workspace's rewards on a task use by default
 //	judging/episode/<ws>/<run id>/<rw id>             (empty) a reward whose episode_id is the run
