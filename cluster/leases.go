@@ -292,10 +292,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
 	}
 	_ = w.Stop()
 	for key, v := range view {
-		if old, ok := l.view[key]; ok && old.rev == v.rev {
-			v.seen = old.seen
-			view[key] = v
-		}
+		view[key] = l.sinceFirstSeen(key, v)
 	}
 	l.view = view
 	l.publishOwners()
@@ -345,12 +342,19 @@ func (l *Leases) observe(e jetstream.KeyValueEntry) bool {
 		l.cfg.Logger.Warn("unreadable lease entry", "component", "cluster", "key", key)
 		return false
 	}
+	l.view[key] = l.sinceFirstSeen(key, v)
+	l.publishOwners()
+	return !known && strings.HasPrefix(key, "node.")
+}
+
+// sinceFirstSeen is v, read for key just now, with seen kept from the view
+// when the view already held that revision: reap counts a revision's age
+// from when this node first saw it.
+func (l *Leases) sinceFirstSeen(key string, v leaseValue) leaseValue {
 	if old, ok := l.view[key]; ok && old.rev == v.rev {
 		v.seen = old.seen
 	}
-	l.view[key] = v
-	l.publishOwners()
-	return !known && strings.HasPrefix(key, "node.")
+	return v
 }
 
 // decodeLease reads a watched entry that holds a lease or heartbeat.
@@ -450,6 +454,12 @@ func (l *Leases) round(since time.Time) {
 // sent the write, which is before this node saw it; and by revision: a
 // renewal since makes the delete fail.
 func (l *Leases) reap() {
+	changed := false
+	defer func() {
+		if changed {
+			l.publishOwners()
+		}
+	}()
 	for key, v := range l.view {
 		if v.Run == l.runID || time.Since(v.seen) < l.cfg.TTL {
 			continue
@@ -460,7 +470,7 @@ func (l *Leases) reap() {
 			cancel()
 			l.cfg.Logger.Info("expired an unrenewed lease", "component", "cluster", "key", key, "node", v.Node)
 			delete(l.view, key)
-			l.publishOwners()
+			changed = true
 			continue
 		}
 		if !jserr.WrongLastSequence(err) {
@@ -474,12 +484,13 @@ func (l *Leases) reap() {
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 			delete(l.view, key)
+			changed = true
 		case err == nil:
 			if cur, ok := decodeLease(e); ok {
 				l.view[key] = cur
+				changed = true
 			}
 		}
-		l.publishOwners()
 	}
 }
 
