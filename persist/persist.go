@@ -39,8 +39,8 @@ var (
 	// not serve now: in a cluster, its partition is owned by another node,
 	// or is moving between nodes.
 	ErrMoved = errors.New("persist: agent not served by this node")
-	// ErrExists is wrapped by an Append refused because another writer
-	// holds one of its Unique keys.
+	// ErrExists is wrapped by an Append or a Put refused because another
+	// writer holds one of its Unique keys.
 	ErrExists = errors.New("persist: unique key already written")
 )
 

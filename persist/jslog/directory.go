@@ -195,10 +195,12 @@ func (d *Directory) wait(ctx context.Context, seq uint64) error {
 	}
 }
 
-func (d *Directory) publish(op dirOp) error {
+// publish writes op on subject, with opts, and returns once this node's
+// mirror has applied it.
+func (d *Directory) publish(subject string, op dirOp, opts ...jetstream.PublishOpt) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	ack, err := d.js.Publish(ctx, dirSubject, encodeDirOp(op), jetstream.WithExpectStream(DirStream))
+	ack, err := d.js.Publish(ctx, subject, encodeDirOp(op), append(opts, jetstream.WithExpectStream(DirStream))...)
 	if err != nil {
 		return fmt.Errorf("jslog: directory write: %w", err)
 	}
@@ -213,18 +215,12 @@ func (d *Directory) Claim(kv persist.KV) error {
 	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
 		return fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-	defer cancel()
 	kv.Unique = false
-	ack, err := d.js.Publish(ctx, claimSubject(kv.Key), encodeDirOp(dirOp{kvs: []persist.KV{kv}}),
-		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(0))
+	err := d.publish(claimSubject(kv.Key), dirOp{kvs: []persist.KV{kv}}, jetstream.WithExpectLastSequencePerSubject(0))
 	if jserr.WrongLastSequence(err) {
 		return fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
 	}
-	if err != nil {
-		return fmt.Errorf("jslog: directory claim: %w", err)
-	}
-	return d.wait(ctx, ack.Sequence)
+	return err
 }
 
 // Put implements persist.Store.Put.
@@ -237,7 +233,7 @@ func (d *Directory) Put(kvs ...persist.KV) error {
 	if len(kvs) == 0 {
 		return nil
 	}
-	return d.publish(dirOp{kvs: kvs})
+	return d.publish(dirSubject, dirOp{kvs: kvs})
 }
 
 // DeleteRange implements persist.Store.DeleteRange (the mirror's own keys
@@ -252,7 +248,7 @@ func (d *Directory) DeleteRange(start, end []byte) error {
 			return nil
 		}
 	}
-	return d.publish(dirOp{start: start, end: end})
+	return d.publish(dirSubject, dirOp{start: start, end: end})
 }
 
 // Get implements persist.Store.Get.
