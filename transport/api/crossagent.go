@@ -90,14 +90,8 @@ func (s *Service) reviewScores(ws, agentID string, runIDs []string, by time.Time
 	if !s.servedElsewhere(agentID) {
 		return s.reviewScoresHere(agentID, runIDs, by)
 	}
-	b := append([]byte(nil), `{"runs":[`...)
-	for i, id := range runIDs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = jsonw.String(b, id)
-	}
-	body, err := s.onAgentsNode(ws, agentID, ReviewScores, append(b, "]}"...), by)
+	b := jsonw.Strings(append([]byte(nil), `{"runs":`...), runIDs)
+	body, err := s.onAgentsNode(ws, agentID, ReviewScores, append(b, '}'), by)
 	if err != nil {
 		return nil, err
 	}
