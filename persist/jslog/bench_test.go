@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,12 +37,42 @@ func BenchmarkPartitionAppend(b *testing.B) {
 		if err := l.Fence(ctx, 1); err != nil {
 			b.Fatal(err)
 		}
+		runs := 0 // each run's agents are new: a message id is never sent twice
 		b.Run(fmt.Sprintf("R%d/append", servers), func(b *testing.B) {
+			runs++
+			agent := fmt.Sprintf("agt_bench%d", runs)
 			for i := range b.N {
-				if _, err := l.Append(ctx, persist.Batch{Agent: "agt_bench", First: uint64(i + 1),
+				if _, err := l.Append(ctx, persist.Batch{Agent: agent, First: uint64(i + 1),
 					Events: [][]byte{event}}); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+		b.Run(fmt.Sprintf("R%d/append-64-agents", servers), func(b *testing.B) {
+			// 64 agents of one partition appending at once, as 64 actors
+			// do: their writes go out in groups.
+			runs++
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			next := make(chan int)
+			for a := range 64 {
+				wg.Go(func() {
+					agent := fmt.Sprintf("agt_bench%d_%d", runs, a)
+					for i := range next {
+						if _, err := l.Append(ctx, persist.Batch{Agent: agent, First: uint64(i + 1),
+							Events: [][]byte{event}}); err != nil {
+							failed.Store(err)
+						}
+					}
+				})
+			}
+			for i := range b.N {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
+			if err := failed.Load(); err != nil {
+				b.Fatal(err)
 			}
 		})
 		b.Run(fmt.Sprintf("R%d/publish", servers), func(b *testing.B) {

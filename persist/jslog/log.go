@@ -62,18 +62,21 @@ func subjectPrefix(p int) string { return "plaudit.log." + strconv.Itoa(p) + "."
 const fenceToken = "_fence"
 
 // Log is the event log of one partition, as its current owner writes it.
-// Its methods are safe for concurrent use; writes go out one at a time, in
-// the order they are made.
+// Its methods are safe for concurrent use. Writes are stored in the order
+// they are made; those made while one is out go together as the next
+// group (group.go).
 type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	p      int
 	prefix string
 
-	mu     sync.Mutex
-	last   uint64 // the stream's last sequence: this Log's own last write
-	epoch  uint64 // 0 until Fence
-	fenced error  // set once a write found another writer's message
+	mu      sync.Mutex
+	last    uint64 // the stream's last sequence: this Log's own last write
+	epoch   uint64 // 0 until Fence
+	fenced  error  // set once a write found another writer's message
+	queue   []*write
+	leading bool // a group is being written
 }
 
 // Open opens partition p's stream, creating it if it does not exist, and
@@ -88,12 +91,20 @@ func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log,
 		Retention:  jetstream.LimitsPolicy,
 		Discard:    jetstream.DiscardNew,
 		Duplicates: cfg.Duplicates,
+		// Writes made together go as one atomic batch (group.go).
+		AllowAtomicPublish: true,
 		// Reads go to the stream's leader: a direct get may be answered by
 		// a follower that has not yet stored the latest acknowledged write,
 		// and a new owner must read every one of them.
 		AllowDirect: false,
 		DenyDelete:  true,
 	})
+	if err == nil && !s.CachedInfo().Config.AllowAtomicPublish {
+		// Made by an earlier version, which wrote one message at a time.
+		cur := s.CachedInfo().Config
+		cur.AllowAtomicPublish = true
+		s, err = js.UpdateStream(ctx, cur)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jslog: partition %d stream: %w", p, err)
 	}
@@ -181,37 +192,6 @@ func (l *Log) Append(ctx context.Context, b persist.Batch) (uint64, error) {
 	// The message id tells this batch apart from any other write, should
 	// its ack be lost and the caller retry it.
 	return l.publish(ctx, l.prefix+b.Agent, b.Agent+":"+strconv.FormatUint(b.First, 10), encodeBatch(b))
-}
-
-// publish writes one message after this Log's last write.
-func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.epoch == 0 {
-		return 0, fmt.Errorf("jslog: partition %d: write before Fence", l.p)
-	}
-	if l.fenced != nil {
-		return 0, l.fenced
-	}
-	ack, err := l.js.Publish(ctx, subject, body, jetstream.WithExpectLastSequence(l.last),
-		jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(l.p)))
-	if jserr.WrongLastSequence(err) {
-		// The message after this Log's last write is either this very
-		// one, stored by an attempt whose ack was lost (JetStream checks
-		// the expected sequence before the id), or another writer's.
-		if m, gerr := l.stream.GetMsg(ctx, l.last+1); gerr == nil && m.Subject == subject &&
-			m.Header.Get(jetstream.MsgIDHeader) == id {
-			l.last = m.Sequence
-			return m.Sequence, nil
-		}
-		l.fenced = fmt.Errorf("%w: partition %d: another writer wrote after %d", ErrFenced, l.p, l.last)
-		return 0, l.fenced
-	}
-	if err != nil {
-		return 0, fmt.Errorf("jslog: partition %d: %w", l.p, err)
-	}
-	l.last = ack.Sequence
-	return ack.Sequence, nil
 }
 
 // Stored is a batch as the stream holds it: with its stream sequence.

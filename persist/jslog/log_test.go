@@ -38,6 +38,28 @@ func openLog(t *testing.T, js jetstream.JetStream, p int, epoch uint64) *Log {
 	return l
 }
 
+// openReplicated opens and fences partition 0's log with the given
+// replicas, waiting for a new cluster to elect the stream's leader.
+func openReplicated(t *testing.T, js jetstream.JetStream, replicas int, epoch uint64) *Log {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		l, err := Open(ctx, js, 0, Config{Replicas: replicas})
+		if err == nil {
+			err = l.Fence(ctx, epoch)
+		}
+		cancel()
+		if err == nil {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an R%d log at epoch %d: %v", replicas, epoch, err)
+		}
+		time.Sleep(200 * time.Millisecond) // the cluster elects its leaders
+	}
+}
+
 func batch(agent string, first uint64, events ...string) persist.Batch {
 	b := persist.Batch{Agent: agent, First: first}
 	for _, e := range events {
@@ -212,28 +234,9 @@ func TestAFenceAtTheSameEpochTakesOver(t *testing.T) {
 
 func TestFencingHoldsOnAReplicatedStream(t *testing.T) {
 	js := jetStream(t, jstest.Cluster(t, 3))
-	open := func(epoch uint64) *Log {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			l, err := Open(ctx, js, 0, Config{Replicas: 3})
-			if err == nil {
-				err = l.Fence(ctx, epoch)
-			}
-			cancel()
-			if err == nil {
-				return l
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("an R3 log at epoch %d: %v", epoch, err)
-			}
-			time.Sleep(200 * time.Millisecond) // the cluster elects its leaders
-		}
-	}
-	old := open(1)
+	old := openReplicated(t, js, 3, 1)
 	mustAppend(t, old, batch("agt_a", 1, "acked"))
-	next := open(2)
+	next := openReplicated(t, js, 3, 2)
 	if _, err := old.Append(context.Background(), batch("agt_a", 2, "late")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("the old owner's append on an R3 stream: %v, want ErrFenced", err)
 	}

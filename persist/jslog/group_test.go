@@ -1,0 +1,244 @@
+package jslog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/internal/jstest"
+	"github.com/plaudit/plaudit/persist"
+)
+
+// appendAll appends rounds batches for each of agents at once, each agent's
+// in order as an actor makes them, and returns the errors by agent.
+func appendAll(l *Log, agents []string, rounds int) map[string]error {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	var wg sync.WaitGroup
+	for _, a := range agents {
+		wg.Go(func() {
+			for i := range rounds {
+				if _, err := l.Append(context.Background(), batch(a, uint64(i+1), fmt.Sprintf("%s-%d", a, i+1))); err != nil {
+					mu.Lock()
+					errs[a] = err
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestWritesMadeTogetherAreStoredOnceEachInTheirAgentsOrderAndGoOutInGroups(t *testing.T) {
+	for _, servers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("R%d", servers), func(t *testing.T) {
+			js := jetStream(t, jstest.Cluster(t, servers))
+			l := openReplicated(t, js, servers, 1)
+			var agents []string
+			for i := range 32 {
+				agents = append(agents, fmt.Sprintf("agt_%d", i))
+			}
+			const rounds = 10
+			if errs := appendAll(l, agents, rounds); len(errs) > 0 {
+				t.Fatalf("appends failed: %v", errs)
+			}
+			for _, a := range agents {
+				got, _ := tail(t, l, a, 0)
+				if len(got) != rounds {
+					t.Fatalf("%s: %d batches, want %d", a, len(got), rounds)
+				}
+				for i, b := range got {
+					if b.First != uint64(i+1) || string(b.Events[0]) != fmt.Sprintf("%s-%d", a, i+1) {
+						t.Fatalf("%s: batch %d is %+v", a, i, b)
+					}
+				}
+			}
+			// Every message is a write or the fence, and some went in groups.
+			info, err := l.stream.Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := uint64(len(agents)*rounds + 1); info.State.Msgs != want || info.State.LastSeq != want {
+				t.Fatalf("the stream holds %d messages up to %d, want %d", info.State.Msgs, info.State.LastSeq, want)
+			}
+			grouped := 0
+			for seq := uint64(2); seq <= info.State.LastSeq; seq++ {
+				m, err := l.stream.GetMsg(context.Background(), seq)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Header.Get(batchIDHeader) != "" {
+					grouped++
+				}
+			}
+			if grouped == 0 {
+				t.Fatal("32 agents appending at once: no write went in a group")
+			}
+			t.Logf("%d of %d writes went in groups", grouped, len(agents)*rounds)
+		})
+	}
+}
+
+// A deposed owner with writes of many agents out and queued: once the new
+// owner has fenced, every one of them fails, every write it acknowledged
+// is in the log the new owner reads, once and in order, and nothing of it
+// follows the fence (the log has not forked).
+func TestADeposedOwnersGroupsAllFailOnceANewOwnerFences(t *testing.T) {
+	for _, servers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("R%d", servers), func(t *testing.T) {
+			urls := jstest.ClusterURLs(t, servers)
+			old := openReplicated(t, jetStream(t, connect(t, urls[0])), servers, 1)
+			var mu sync.Mutex
+			acked := map[string]uint64{} // agent → its last acknowledged batch
+			var agents []string
+			for i := range 32 {
+				agents = append(agents, fmt.Sprintf("agt_%d", i))
+			}
+			started := make(chan struct{}, len(agents))
+			var wg sync.WaitGroup
+			errs := make(chan error, len(agents))
+			for _, a := range agents {
+				wg.Go(func() {
+					for i := uint64(1); ; i++ {
+						if _, err := old.Append(context.Background(), batch(a, i, fmt.Sprintf("%s-%d", a, i))); err != nil {
+							errs <- err
+							return
+						}
+						mu.Lock()
+						acked[a] = i
+						mu.Unlock()
+						if i == 3 {
+							started <- struct{}{}
+						}
+					}
+				})
+			}
+			for range agents {
+				<-started
+			}
+			next := openReplicated(t, jetStream(t, connect(t, urls[servers-1])), servers, 2)
+			fence := next.last
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if !errors.Is(err, ErrFenced) {
+					t.Errorf("the deposed owner's write failed with %v, want ErrFenced", err)
+				}
+			}
+			info, err := next.stream.Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.LastSeq != fence {
+				t.Fatalf("the log goes on to %d after the new owner's fence at %d", info.State.LastSeq, fence)
+			}
+			for _, a := range agents {
+				got, _ := tail(t, next, a, 0)
+				if uint64(len(got)) < acked[a] {
+					t.Fatalf("%s: %d batches in the log, %d acknowledged", a, len(got), acked[a])
+				}
+				for i, b := range got {
+					if b.First != uint64(i+1) {
+						t.Fatalf("%s: batch %d starts at %d", a, i, b.First)
+					}
+				}
+				mustAppend(t, next, batch(a, uint64(len(got)+1), "by the new owner"))
+			}
+		})
+	}
+}
+
+// A group whose acknowledgement was lost, sent again, is recognised and
+// stored once; a group of another writer's making at the same place is
+// fenced off.
+func TestAGroupRetriedAfterALostAckIsStoredOnce(t *testing.T) {
+	js := startJetStream(t)
+	l := openLog(t, js, 0, 1)
+	group := func(agent string) []*write {
+		var g []*write
+		for i := range 3 {
+			g = append(g, &write{subject: l.prefix + agent, id: fmt.Sprintf("%s:%d", agent, i+1),
+				body: encodeBatch(batch(agent, uint64(i+1), "x"))})
+		}
+		return g
+	}
+	after := l.last
+	if err := l.writeGroup(context.Background(), after, group("agt_a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.writeGroup(context.Background(), after, group("agt_a")); err != nil {
+		t.Fatalf("the same group again at the same place: %v", err)
+	}
+	if got, _ := tail(t, l, "agt_a", 0); len(got) != 3 {
+		t.Fatalf("tail: %d batches, want the group's 3 once", len(got))
+	}
+	if err := l.writeGroup(context.Background(), after, group("agt_b")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("another group expecting the same place: %v, want ErrFenced", err)
+	}
+	if got, _ := tail(t, l, "agt_b", 0); len(got) != 0 {
+		t.Fatalf("a fenced group is in the log: %+v", got)
+	}
+}
+
+// A group holding a message id the stream has stored before, elsewhere,
+// is refused whole without fencing the Log.
+func TestAGroupWithAnIDStoredBeforeWritesNothingAndDoesNotFence(t *testing.T) {
+	js := startJetStream(t)
+	l := openLog(t, js, 0, 1)
+	mustAppend(t, l, batch("agt_a", 1, "first"))
+	mustAppend(t, l, batch("agt_b", 1, "between"))
+	g := []*write{
+		{subject: l.prefix + "agt_c", id: "agt_c:1", body: encodeBatch(batch("agt_c", 1, "c"))},
+		{subject: l.prefix + "agt_a", id: "agt_a:1", body: encodeBatch(batch("agt_a", 1, "again"))},
+	}
+	err := l.writeGroup(context.Background(), l.last, g)
+	if err == nil || errors.Is(err, ErrFenced) {
+		t.Fatalf("a group with a stored id: %v, want an error other than ErrFenced", err)
+	}
+	if got, _ := tail(t, l, "agt_c", 0); len(got) != 0 {
+		t.Fatalf("part of a refused group is in the log: %+v", got)
+	}
+	mustAppend(t, l, batch("agt_c", 1, "c"))
+	var stored []persist.Batch
+	for _, a := range []string{"agt_a", "agt_b", "agt_c"} {
+		got, _ := tail(t, l, a, 0)
+		stored = append(stored, got...)
+	}
+	if len(stored) != 3 {
+		t.Fatalf("the log holds %d batches, want 3", len(stored))
+	}
+}
+
+// A stream made before writes went in groups is given atomic batches when
+// a Log opens it.
+func TestAStreamOfAnEarlierVersionTakesGroups(t *testing.T) {
+	js := startJetStream(t)
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: StreamName(0),
+		Subjects: []string{subjectPrefix(0) + ">"}, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, js, 0, 1)
+	if !l.stream.CachedInfo().Config.AllowAtomicPublish {
+		t.Fatal("the stream was not given atomic batches")
+	}
+	if errs := appendAll(l, []string{"agt_a", "agt_b", "agt_c", "agt_d"}, 5); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}
+
+func connect(t *testing.T, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
