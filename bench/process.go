@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/plaudit/plaudit/internal/freeport"
 )
 
 // Process is a child process the harness started: a Plaudit server, the
@@ -146,12 +147,11 @@ func (p *Process) waitHealthy(url string, timeout time.Duration) error {
 
 // freeAddr is a loopback address with a port that was free a moment ago.
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := freeport.Addrs(1)
 	if err != nil {
-		return "", fmt.Errorf("bench: free port: %w", err)
+		return "", fmt.Errorf("bench: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs[0], nil
 }
 
 // newKey is a random admin key for a child server.

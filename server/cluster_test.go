@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plaudit/plaudit/cluster"
+	"github.com/plaudit/plaudit/internal/freeport"
 	"github.com/plaudit/plaudit/internal/jstest"
 )
 
@@ -51,14 +51,9 @@ func startClusterOn(t *testing.T, n int, mode natsMode) []*Server {
 	if mode == externalNATS {
 		urls = jstest.ClusterURLs(t, n)
 	}
-	routes := make([]string, n)
-	for i := range routes {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		routes[i] = ln.Addr().String()
-		_ = ln.Close()
+	routes, err := freeport.Addrs(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	started := time.Now()
 	servers := make([]*Server, n)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/internal/freeport"
 )
 
 const killTestKey = "pl_kill_test_admin_key_0123456789"
@@ -242,14 +243,14 @@ func (p *plaudit) kill(t *testing.T) {
 	}
 }
 
+// freeAddr is a loopback address free a moment ago, for a child's flags.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := freeport.Addrs(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs[0]
 }
 
 func post(hc *http.Client, url, body string) (int, []byte, error) {

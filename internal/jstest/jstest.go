@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/plaudit/plaudit/internal/freeport"
 )
 
 // Server starts one nats-server with JetStream and returns a connection
@@ -43,17 +46,16 @@ func ClusterURLs(t testing.TB, n int) []string {
 	t.Helper()
 	var routes []*url.URL
 	ports := make([]int, n)
-	for i := range ports {
-		if n == 1 {
-			break
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if n > 1 {
+		addrs, err := freeport.Addrs(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		routes = append(routes, &url.URL{Scheme: "nats-route", Host: ln.Addr().String()})
-		_ = ln.Close()
+		for i, a := range addrs {
+			_, p, _ := net.SplitHostPort(a)
+			ports[i], _ = strconv.Atoi(p)
+			routes = append(routes, &url.URL{Scheme: "nats-route", Host: a})
+		}
 	}
 	var urls []string
 	for i := range n {

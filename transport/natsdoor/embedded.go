@@ -169,9 +169,17 @@ func (e *Embedded) Start(opts *server.Options) (*server.Server, error) {
 		return nil, fmt.Errorf("natsdoor: embedded nats on %s: %w", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)),
 			fatal.err())
 	}
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return nil, errors.New("natsdoor: embedded nats not ready after 10s")
+	// The other listeners (routes, in a cluster) open on the server's own
+	// goroutines: one that fails is reported at once, not after the wait.
+	for deadline := time.Now().Add(10 * time.Second); !s.ReadyForConnections(50 * time.Millisecond); {
+		if err := fatal.first(); err != nil {
+			s.Shutdown()
+			return nil, fmt.Errorf("natsdoor: embedded nats: %w", err)
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return nil, errors.New("natsdoor: embedded nats not ready after 10s")
+		}
 	}
 	// JetStream (Cluster.Apply) is for Plaudit's own use: the service
 	// account's, never a tenant's.
@@ -194,11 +202,16 @@ type fatalLogger struct {
 }
 
 func (l *fatalLogger) err() error {
+	if err := l.first(); err != nil {
+		return err
+	}
+	return errors.New("not listening")
+}
+
+// first is the first fatal error logged, or nil.
+func (l *fatalLogger) first() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.fatal == nil {
-		return errors.New("not listening")
-	}
 	return l.fatal
 }
 
