@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -194,12 +195,14 @@ func catchUpFrom(t *testing.T, ten *Tenancy, src Store, started chan<- struct{},
 	ten.CatchUpOnMiss(func() error {
 		calls.Add(1)
 		var kvs []persist.KV
-		err := src.Scan([]byte(keyPrefix), func(k, v []byte) error {
-			kvs = append(kvs, persist.KV{Key: append([]byte(nil), k...), Value: append([]byte(nil), v...)})
-			return nil
-		})
-		if err != nil {
-			return err
+		for _, prefix := range []string{wsPrefix, keyPrefix} {
+			err := src.Scan([]byte(prefix), func(k, v []byte) error {
+				kvs = append(kvs, persist.KV{Key: append([]byte(nil), k...), Value: append([]byte(nil), v...)})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		if started != nil {
 			started <- struct{}{}
@@ -235,6 +238,44 @@ func TestEachMissCatchesUpWithKeysMadeBeforeIt(t *testing.T) {
 		if n := calls.Load(); n != int32(i+1) {
 			t.Fatalf("after %d misses, %d catch-up calls; want one each", i+1, n)
 		}
+	}
+}
+
+// Lists read on one node hold the workspaces and keys made on another
+// before them, and a workspace made there is found here at once.
+func TestListsHoldWhatOtherNodesMadeBeforeThem(t *testing.T) {
+	a, adminKey := openTenancy(t, t.TempDir(), "")
+	b, _ := openTenancy(t, t.TempDir(), "")
+	catchUpFrom(t, b, a.store, nil, nil)
+	admin, err := a.Authenticate("Bearer " + adminKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := a.CreateWorkspace(admin, "made-on-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Workspace(ws.ID); !ok {
+		t.Fatalf("workspace %s made on a is not found on b", ws.ID)
+	}
+	key, _, err := a.CreateKey(admin, ws.ID, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bAdmin := admin // the same key, as every node knows its bootstrap key
+	keys, err := b.Keys(bAdmin, ws.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0].KeyID != key.KeyID {
+		t.Errorf("b lists keys %v of %s, want the one made on a", keys, ws.ID)
+	}
+	second, err := a.CreateWorkspace(admin, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(b.Workspaces(bAdmin), func(w Workspace) bool { return w.ID == second.ID }) {
+		t.Errorf("b lists %v, want %s made on a among them", b.Workspaces(bAdmin), second.ID)
 	}
 }
 

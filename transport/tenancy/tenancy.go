@@ -276,16 +276,36 @@ func (t *Tenancy) Profile(profileID string) (Principal, bool) {
 	return t.keys[h], true
 }
 
-// Workspace returns a workspace by id.
+// Workspace returns a workspace by id. In a cluster one not known here is
+// looked up again once this node's directory has caught up (see
+// CatchUpOnMiss): it may have been made on another node a moment ago.
 func (t *Tenancy) Workspace(wsID string) (Workspace, bool) {
+	ws, ok := t.workspace(wsID)
+	if !ok && t.catchUp != nil {
+		t.caughtUp()
+		ws, ok = t.workspace(wsID)
+	}
+	return ws, ok
+}
+
+func (t *Tenancy) workspace(wsID string) (Workspace, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	ws, ok := t.workspaces[wsID]
 	return ws, ok
 }
 
+// current brings, in a cluster, this node's directory up to date before a
+// list is read, so the list holds every write any node answered before it.
+func (t *Tenancy) current() {
+	if t.catchUp != nil {
+		t.caughtUp()
+	}
+}
+
 // Workspaces lists the workspaces p may act on, by id.
 func (t *Tenancy) Workspaces(p Principal) []Workspace {
+	t.current()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Workspace
@@ -342,6 +362,7 @@ func (t *Tenancy) Keys(p Principal, wsID string) ([]Principal, error) {
 	if err := t.check(p, wsID); err != nil {
 		return nil, err
 	}
+	t.current()
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Principal
