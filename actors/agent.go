@@ -352,13 +352,15 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	gen := x.gen
 	x.appending = true
 	x.reg.metrics.batchEvents.Observe(float64(len(b.Events)))
-	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n {
+	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n && !x.entry.mailbox.inline {
 		// Every request in flight waits for this batch, so nothing could
 		// be pipelined behind it: append here, saving the two goroutine
 		// hand-offs (to an I/O goroutine and back) that are most of what a
 		// lone write waits for beyond its fsync. A request that arrives
 		// meanwhile waits in the mailbox; had it been applied, its events
-		// would have waited for this batch all the same.
+		// would have waited for this batch all the same. Not on a caller's
+		// goroutine (see mailbox): a stalled append would hold the caller
+		// past its timeout.
 		res := committed{last: last, gen: gen, err: x.reg.store.Append(b)}
 		x.onCommitted(ctx, &res)
 		return

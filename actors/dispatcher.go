@@ -2,12 +2,12 @@ package actors
 
 import "github.com/plaudit/plaudit/internal/warm"
 
-// warmDispatcher runs actor mailboxes on a warm.Pool instead of a goroutine
-// started for every run of a mailbox (protoactor's default), whose stack
-// would regrow to hold an engine command each time.
+// warmDispatcher runs the mailbox runs its senders hand over (see mailbox)
+// on a warm.Pool instead of a goroutine started for every run (protoactor's
+// default), whose stack would regrow to hold an engine command each time.
 type warmDispatcher struct {
 	pool       *warm.Pool
-	throughput int // messages a run handles before it yields (protoactor's default: 300)
+	throughput int // messages a run handles between yields (protoactor's default: 300)
 }
 
 // Schedule implements actor.Dispatcher.

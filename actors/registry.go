@@ -134,6 +134,7 @@ type shard struct {
 // can happen outside the lock.
 type entry struct {
 	pid      *actor.PID
+	mailbox  *mailbox
 	inflight atomic.Int64
 }
 
@@ -260,7 +261,8 @@ func (r *Registry) admit(agentID string) (*entry, error) {
 		// agent holds (see above), and a bounded mailbox would allocate its
 		// MailboxLimit slots up front, 50 KB an idle agent.
 		props := actor.PropsFromProducer(func() actor.Actor { return newAgentActor(r, agentID, e, rnd) },
-			actor.WithMailbox(actor.UnboundedLockfree()), actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
+			actor.WithMailbox(func() actor.Mailbox { e.mailbox = &mailbox{}; return e.mailbox }),
+			actor.WithDispatcher(warmDispatcher{pool: r.workers, throughput: 300}))
 		e.pid = r.system.Root.Spawn(props)
 		sh.agents[agentID] = e
 		r.metrics.spawned.Inc()
