@@ -93,7 +93,8 @@ var routes = []route{
 // with another method api.ErrMethodNotAllowed.
 func Route(req *api.Request, method, path string) error {
 	req.Errors = errorShape(path)
-	seg := splitPath(path)
+	var buf [maxSegments]string
+	seg := appendSegments(buf[:0], path)
 	known := false
 	for i := range table {
 		r := &table[i]
@@ -182,12 +183,27 @@ func bind(pat, seg []string, t *api.Target) (ws string, ok bool) {
 	return ws, true
 }
 
-func splitPath(path string) []string {
+func splitPath(path string) []string { return appendSegments(nil, path) }
+
+// maxSegments is room for the segments of every route, so a request's
+// path is split without allocating; a longer path (which no route
+// matches) only grows the slice.
+const maxSegments = 16
+
+// appendSegments appends the segments of path, between slashes, to seg.
+func appendSegments(seg []string, path string) []string {
 	path = strings.Trim(path, "/")
 	if path == "" {
-		return nil
+		return seg
 	}
-	return strings.Split(path, "/")
+	for {
+		s, rest, found := strings.Cut(path, "/")
+		seg = append(seg, s)
+		if !found {
+			return seg
+		}
+		path = rest
+	}
 }
 
 // methods lists the methods the route table has for path, in table order
