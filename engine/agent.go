@@ -14,9 +14,9 @@ type Agent struct {
 
 	runs          map[string]int32 // run id → index in runList
 	runList       []*Run           // creation order
-	runByExternal map[string]*Run
+	runByExternal map[string]int32 // external id → index in runList
 	// sessionLatest is, per session, the finished run with the latest finished_at.
-	sessionLatest map[string]*Run
+	sessionLatest map[string]int32    // → index in runList
 	objectRuns    map[string][]string // object → ids of the runs that claimed it, in claim order
 
 	signals SignalLog // receipt order, indexed by run, object and dedup key
@@ -46,8 +46,8 @@ func NewAgent() *Agent { return &Agent{} }
 // AgentCreated: an idle agent, created and then never used, keeps none.
 func (a *Agent) makeIndexes() {
 	a.runs = map[string]int32{}
-	a.runByExternal = map[string]*Run{}
-	a.sessionLatest = map[string]*Run{}
+	a.runByExternal = map[string]int32{}
+	a.sessionLatest = map[string]int32{}
 	a.objectRuns = map[string][]string{}
 	a.variations = map[string]*Variation{}
 	a.reports = map[reportKey]*Report{}
@@ -100,11 +100,12 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		a.created = true
 	case RunCreated:
 		r := e.Run
-		a.runs[r.ID] = int32(len(a.runList))
+		i := int32(len(a.runList))
+		a.runs[r.ID] = i
 		a.runList = append(a.runList, &r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
-			a.runByExternal[r.ExternalID] = &r
+			a.runByExternal[r.ExternalID] = i
 		}
 	case RunFinished:
 		r, i := a.find(e.RunID)
@@ -114,22 +115,25 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		if len(a.previews) > 0 {
 			a.noteFinish(i)
 		}
+		r = a.replaceRun(i)
 		r.Finished, r.Succeeded, r.FinishedAt = true, e.Succeeded, e.FinishedAt
-		a.noteSessionFinish(r)
+		a.noteSessionFinish(r, i)
 	case ObjectClaimed:
-		r, _ := a.find(e.RunID)
+		r, i := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: claim of unknown run %s", e.RunID)
 		}
 		cl := e.Claim
 		cl.Seq = seq
+		r = a.replaceRun(i)
 		r.Claims = append(r.Claims, cl)
 		a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], r.ID)
 	case TraceRegistered:
-		r, _ := a.find(e.RunID)
+		r, i := a.find(e.RunID)
 		if r == nil {
 			return fmt.Errorf("engine: trace of unknown run %s", e.RunID)
 		}
+		r = a.replaceRun(i)
 		r.Traces = append(r.Traces, e.Trace)
 	case SignalRecorded:
 		s := e.Signal
@@ -162,15 +166,28 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	return nil
 }
 
+// replaceRun puts a copy of run i in its place and returns it, for apply to
+// change. A run is never changed in place: a snapshot view shares the runs
+// of the moment it was taken (see Snapshot), and a run's claims and traces
+// only grow, so the copy's appends never show in the slices the view holds.
+func (a *Agent) replaceRun(i int) *Run {
+	r := *a.runList[i]
+	a.runList[i] = &r
+	return &r
+}
+
 // noteSessionFinish keeps, per session, the finished run with the latest
 // finished_at; ties go to the later-created run (the larger ULID), so live
-// apply and Restore agree.
-func (a *Agent) noteSessionFinish(r *Run) {
+// apply and Restore agree. r is run i.
+func (a *Agent) noteSessionFinish(r *Run, i int) {
 	if r.SessionID == "" || !r.Finished {
 		return
 	}
-	cur := a.sessionLatest[r.SessionID]
-	if cur == nil || r.FinishedAt.After(cur.FinishedAt) || (r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
-		a.sessionLatest[r.SessionID] = r
+	if j, ok := a.sessionLatest[r.SessionID]; ok {
+		cur := a.runList[j]
+		if !r.FinishedAt.After(cur.FinishedAt) && !(r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
+			return
+		}
 	}
+	a.sessionLatest[r.SessionID] = int32(i)
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -541,4 +542,68 @@ func replayAll(t *testing.T, events []Event) *Agent {
 		}
 	}
 	return a
+}
+
+// A snapshot view shares the agent's runs instead of copying them, so what
+// the agent does next must not show in a view already taken: the actor
+// encodes the view on another goroutine, after later commands ran.
+func TestASnapshotViewIsNotChangedByLaterCommands(t *testing.T) {
+	h := newHarness(t)
+	session := h.run(CreateRun{SessionID: "s1", ExternalID: "ext-1"})
+	h.must(ClaimObject{RunID: session.ID, Object: "zendesk.ticket/1"})
+	h.must(RegisterTrace{RunID: session.ID, TraceID: "tr-1"})
+	open := h.run(CreateRun{})
+	view := h.a.Snapshot()
+	before := AppendState(nil, view)
+
+	h.must(ClaimObject{RunID: session.ID, Object: "zendesk.ticket/2"})
+	h.must(RegisterTrace{RunID: session.ID, TraceID: "tr-2"})
+	h.must(FinishRun{RunID: session.ID, Succeeded: true})
+	h.must(ClaimObject{RunID: open.ID, Object: "zendesk.ticket/1"})
+	h.must(FinishRun{RunID: open.ID, Succeeded: false})
+	h.run(CreateRun{})
+
+	if after := AppendState(nil, view); !slices.Equal(before, after) {
+		t.Fatal("the view taken before later commands encodes differently after them")
+	}
+	if len(view.Runs) != 2 || view.Runs[0].Finished || len(view.Runs[0].Claims) != 1 || len(view.Runs[0].Traces) != 1 {
+		t.Fatalf("the view's first run changed: %+v", *view.Runs[0])
+	}
+	// The agent itself has moved on, and its indexes follow its runs.
+	r, err := h.a.RunByExternalID("ext-1")
+	if err != nil || !r.Finished || len(r.Claims) != 2 || len(r.Traces) != 2 {
+		t.Fatalf("the run by its external id: %+v, %v; want it finished with two claims and traces", r, err)
+	}
+	sr := h.signal(RecordSignal{Kind: "human.rating", Value: 1, SessionID: "s1"})
+	if sr.Signal.RunID != session.ID {
+		t.Errorf("a session signal went to run %s, want the finished run %s", sr.Signal.RunID, session.ID)
+	}
+}
+
+// One state is one snapshot: its reports come run by run in run order,
+// whatever order the agent's maps keep them in, so taking, restoring and
+// taking again encode the same bytes.
+func TestSnapshotsOfOneStateEncodeTheSame(t *testing.T) {
+	h := newHarness(t)
+	for i := range 12 {
+		r := h.run(CreateRun{})
+		v := float64(i) / 12
+		h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: &v, Weight: 1})
+		if i%3 == 0 {
+			h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "lint", Value: &v, Weight: 1})
+		}
+	}
+	first := AppendState(nil, h.a.Snapshot())
+	for range 5 {
+		if again := AppendState(nil, h.a.Snapshot()); !slices.Equal(first, again) {
+			t.Fatal("two snapshots of one state encode differently")
+		}
+	}
+	restored, err := Restore(h.a.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendState(nil, restored.Snapshot()); !slices.Equal(first, got) {
+		t.Fatal("the restored agent's snapshot encodes differently")
+	}
 }

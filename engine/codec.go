@@ -103,7 +103,7 @@ func AppendState(dst []byte, s State) []byte {
 	w.agentInfo(s.Info)
 	w.uvarint(uint64(len(s.Runs)))
 	for _, r := range s.Runs {
-		w.run(r)
+		w.run(*r)
 		for _, c := range r.Claims {
 			w.uvarint(c.Seq)
 		}
@@ -149,7 +149,7 @@ func DecodeState(b []byte) (State, error) {
 				run.Claims[i].Seq = r.uvarint()
 			}
 		}
-		s.Runs = append(s.Runs, run)
+		s.Runs = append(s.Runs, &run)
 	}
 	if format == snapshotV1 {
 		numberClaimsByTime(s.Runs)
@@ -192,11 +192,11 @@ func DecodeState(b []byte) (State, error) {
 // keep their sequence numbers, an order: by claim time, ties in run order.
 // It is the order format 1 restored, and at most off for claims made in the
 // same instant.
-func numberClaimsByTime(runs []Run) {
+func numberClaimsByTime(runs []*Run) {
 	var all []*Claim
-	for i := range runs {
-		for j := range runs[i].Claims {
-			all = append(all, &runs[i].Claims[j])
+	for _, r := range runs {
+		for j := range r.Claims {
+			all = append(all, &r.Claims[j])
 		}
 	}
 	slices.SortStableFunc(all, func(x, y *Claim) int { return x.CreatedAt.Compare(y.CreatedAt) })

@@ -239,7 +239,7 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (string, [
 	if err := CheckLabels("labels", c.Labels); err != nil {
 		return "", nil, err
 	}
-	if c.ExternalID != "" && a.runByExternal[c.ExternalID] != nil {
+	if _, taken := a.runByExternal[c.ExternalID]; c.ExternalID != "" && taken {
 		return "", nil, fmt.Errorf("run external_id %s already used: %w", field.Quote(c.ExternalID), ErrConflict)
 	}
 	variation, err := a.selectVariation(c.VariationID, rnd)
@@ -362,11 +362,11 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 			return SignalResult{}, nil, err
 		}
 	case c.SessionID != "":
-		r := a.sessionLatest[c.SessionID]
-		if r == nil {
+		i, ok := a.sessionLatest[c.SessionID]
+		if !ok {
 			return SignalResult{}, nil, fmt.Errorf("session %s has no finished run: %w", c.SessionID, ErrNotFound)
 		}
-		runID = r.ID
+		runID = a.runList[i].ID
 	}
 	at := c.OccurredAt
 	if at.IsZero() {

@@ -20,8 +20,8 @@ func (a *Agent) Run(runID string) (Run, error) {
 
 // RunByExternalID returns the run with that external id.
 func (a *Agent) RunByExternalID(ext string) (Run, error) {
-	if r := a.runByExternal[ext]; r != nil {
-		return a.runView(r), nil
+	if i, ok := a.runByExternal[ext]; ok {
+		return a.runView(a.runList[i]), nil
 	}
 	return Run{}, fmt.Errorf("run external_id %s: %w", field.Quote(ext), ErrNotFound)
 }

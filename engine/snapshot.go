@@ -9,11 +9,12 @@ import (
 
 // State is an immutable view of an agent, cheap to take inside the actor and
 // safe to encode outside it: its slices are capped prefixes of append-only
-// slices, and runs are copied by value.
+// slices, and its runs are the agent's own, which the agent replaces rather
+// than changes (see Agent.replaceRun). Nothing may change what it holds.
 type State struct {
 	Info       AgentInfo
 	Created    bool
-	Runs       []Run
+	Runs       []*Run
 	Signals    SignalLog
 	Objectives []ObjectiveVersion
 	Variations []Variation
@@ -22,16 +23,14 @@ type State struct {
 	Seq        uint64
 }
 
-// Snapshot returns a view of the agent as of LastSeq.
+// Snapshot returns a view of the agent as of LastSeq. The actor takes it in
+// its own turn, so it copies no run: 300,000 runs copied by value held the
+// agent 52 ms and allocated 67 MB; their pointers are 2.4 MB.
 func (a *Agent) Snapshot() State {
-	runs := make([]Run, len(a.runList))
-	for i, r := range a.runList {
-		runs[i] = a.runView(r)
-	}
 	return State{
 		Info:       a.info,
 		Created:    a.created,
-		Runs:       runs,
+		Runs:       slices.Clone(a.runList),
 		Signals:    a.signals.view(),
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
 		Variations: a.Variations(),
@@ -100,7 +99,7 @@ func (s State) events(yield func(seqEvent) bool) {
 		for _, cl := range r.Claims {
 			claims = append(claims, runClaim{r.ID, cl})
 		}
-		bare := r
+		bare := *r
 		bare.Claims, bare.Traces = nil, nil
 		bare.Finished, bare.Succeeded, bare.FinishedAt = false, false, time.Time{}
 		add(0, RunCreated{Run: bare})
@@ -135,8 +134,15 @@ func (a *Agent) allReports() []Report {
 		n += len(reports)
 	}
 	out := make([]Report, 0, n) // a snapshot of many reports regrew this on every one
-	for _, r := range a.runList {
-		for _, p := range a.runReports[r.ID] {
+	// The runs that have reports, in run order: looking up every run's
+	// reports cost 6 ms over 300,000 runs in the actor's turn.
+	withReports := make([]int32, 0, len(a.runReports))
+	for runID := range a.runReports {
+		withReports = append(withReports, a.runs[runID])
+	}
+	slices.Sort(withReports)
+	for _, i := range withReports {
+		for _, p := range a.runReports[a.runList[i].ID] {
 			out = append(out, *p)
 		}
 	}
