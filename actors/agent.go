@@ -352,7 +352,7 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	gen := x.gen
 	x.appending = true
 	x.reg.metrics.batchEvents.Observe(float64(len(b.Events)))
-	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n && !x.entry.mailbox.inline {
+	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n && !x.entry.mailbox.onCaller {
 		// Every request in flight waits for this batch, so nothing could
 		// be pipelined behind it: append here, saving the two goroutine
 		// hand-offs (to an I/O goroutine and back) that are most of what a

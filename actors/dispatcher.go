@@ -7,7 +7,7 @@ import "github.com/plaudit/plaudit/internal/warm"
 // default), whose stack would regrow to hold an engine command each time.
 type warmDispatcher struct {
 	pool       *warm.Pool
-	throughput int // messages a run handles between yields (protoactor's default: 300)
+	throughput int // protoactor's Dispatcher asks for it; the mailbox does not yield (see mailbox)
 }
 
 // Schedule implements actor.Dispatcher.

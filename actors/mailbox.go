@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -19,12 +18,14 @@ import (
 // actor's work themselves run so (see runsInline): a door waiting for its
 // request, an I/O goroutine reporting its result. The first other message
 // (system messages, protoactor's own, a read's next step) ends an inline
-// run, and the dispatcher runs it as before. While a run is inline the
-// actor must not block (see agentActor.startAppend): its caller would then
-// wait past its timeout.
+// run, and the dispatcher runs it as before. While a run is on a caller's
+// goroutine the actor must not block (see agentActor.startAppend): the
+// caller would then wait past its timeout.
 //
 // The order is protoactor's: system messages first, user messages in the
 // order they were posted, nothing while suspended; one goroutine at a time.
+// Unlike protoactor's, a long run does not yield every Throughput messages:
+// the runtime preempts it like any goroutine.
 type mailbox struct {
 	user, system fifo
 	userN, sysN  atomic.Int32
@@ -32,9 +33,9 @@ type mailbox struct {
 	suspended    atomic.Bool
 	invoker      actor.MessageInvoker
 	dispatcher   actor.Dispatcher
-	// inline is set while the run is on a sender's goroutine; only the
-	// actor, on that goroutine, reads it.
-	inline bool
+	// onCaller is set while the run is on the goroutine of a caller
+	// waiting for its answer; only the actor, on that goroutine, reads it.
+	onCaller bool
 }
 
 // inlineBudget is how many messages a sender runs before it hands the rest
@@ -42,27 +43,39 @@ type mailbox struct {
 // it, few enough that its own answer is not held up by a busy agent's.
 const inlineBudget = 16
 
-// runsInline reports whether a sender of m may run the mailbox itself.
-func runsInline(m any) bool {
+// A sender runs the mailbox itself as one of these; a message that runs
+// inline at all runs in any inline run.
+type sender int
+
+const (
+	dispatched sender = iota // the dispatcher runs it
+	caller                   // a caller waiting for its answer
+	ioResult                 // an I/O goroutine reporting its result, free to block
+)
+
+// senderOf says who may run the mailbox when m is posted to an idle one.
+func senderOf(m any) sender {
 	switch m.(type) {
-	case *request, *attach, *committed, *snapshotted:
-		return true
+	case *request, *attach:
+		return caller
+	case *committed, *snapshotted:
+		return ioResult
 	}
-	return false
+	return dispatched
 }
 
 // PostUserMessage implements actor.Mailbox.
 func (m *mailbox) PostUserMessage(msg any) {
 	m.user.push(msg)
 	m.userN.Add(1)
-	m.schedule(runsInline(msg))
+	m.schedule(senderOf(msg))
 }
 
 // PostSystemMessage implements actor.Mailbox.
 func (m *mailbox) PostSystemMessage(msg any) {
 	m.system.push(msg)
 	m.sysN.Add(1)
-	m.schedule(false)
+	m.schedule(dispatched)
 }
 
 // RegisterHandlers implements actor.Mailbox.
@@ -76,30 +89,30 @@ func (m *mailbox) Start() {}
 // UserMessageCount implements actor.Mailbox.
 func (m *mailbox) UserMessageCount() int { return int(m.userN.Load()) }
 
-func (m *mailbox) schedule(inline bool) {
+func (m *mailbox) schedule(s sender) {
 	if !m.running.CompareAndSwap(false, true) {
 		return // its runner will reach the message
 	}
-	if inline {
-		m.process(true)
+	if s == dispatched {
+		m.dispatcher.Schedule(m.processAll)
 		return
 	}
-	m.dispatcher.Schedule(m.processAll)
+	m.process(s)
 }
 
-func (m *mailbox) processAll() { m.process(false) }
+func (m *mailbox) processAll() { m.process(dispatched) }
 
-// process runs messages until there are none; inline, for at most
-// inlineBudget of them, and the dispatcher goes on with the rest.
-func (m *mailbox) process(inline bool) {
+// process runs messages until there are none; on a sender's goroutine, for
+// at most inlineBudget of them, and the dispatcher goes on with the rest.
+func (m *mailbox) process(s sender) {
 	budget := 0
-	if inline {
+	if s != dispatched {
 		budget = inlineBudget
 	}
 	for {
-		m.inline = inline
+		m.onCaller = s == caller
 		idle := m.run(budget)
-		m.inline = false
+		m.onCaller = false
 		if !idle {
 			m.dispatcher.Schedule(m.processAll) // still running: the runner changes hands
 			return
@@ -110,7 +123,7 @@ func (m *mailbox) process(inline bool) {
 		if !m.pending() || !m.running.CompareAndSwap(false, true) {
 			return
 		}
-		if inline { // one inline run per sender
+		if s != dispatched { // one inline run per sender
 			m.dispatcher.Schedule(m.processAll)
 			return
 		}
@@ -122,10 +135,10 @@ func (m *mailbox) pending() bool {
 }
 
 // run invokes messages until none is runnable (true), or with messages
-// left (false) once budget is spent or, inline, at one that may not run
-// inline (a system message ends an inline run too, since schedule only
-// runs inline when the mailbox was idle). A panic in the actor is escalated to its
-// supervisor, as protoactor's mailbox does, and ends the run.
+// left (false): on a sender's goroutine (budget > 0), once budget is spent
+// or at a message that may not run inline, a system message included. A
+// panic in the actor is escalated to its supervisor, as protoactor's
+// mailbox does, and ends the run.
 func (m *mailbox) run(budget int) (idle bool) {
 	var msg any
 	defer func() {
@@ -134,15 +147,12 @@ func (m *mailbox) run(budget int) (idle bool) {
 			idle = true
 		}
 	}()
-	throughput := m.dispatcher.Throughput()
+	inline := budget > 0
 	for n := 1; ; n++ {
-		if budget > 0 && n > budget {
+		if inline && n > budget {
 			return !m.pending()
 		}
-		if budget == 0 && throughput > 0 && n%throughput == 0 {
-			runtime.Gosched()
-		}
-		if m.inline && m.sysN.Load() > 0 {
+		if inline && m.sysN.Load() > 0 {
 			return false
 		}
 		if msg = m.system.pop(); msg != nil {
@@ -160,7 +170,7 @@ func (m *mailbox) run(budget int) (idle bool) {
 		if m.suspended.Load() {
 			return true
 		}
-		if m.inline && !m.user.headRunsInline() {
+		if inline && !m.user.headRunsInline() {
 			return !m.pending()
 		}
 		if msg = m.user.pop(); msg == nil {
@@ -197,7 +207,7 @@ func (q *fifo) push(msg any) {
 func (q *fifo) headRunsInline() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.head < len(q.items) && runsInline(q.items[q.head])
+	return q.head < len(q.items) && senderOf(q.items[q.head]) != dispatched
 }
 
 // pop takes the oldest message, or returns nil when there is none.

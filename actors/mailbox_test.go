@@ -91,26 +91,39 @@ func newTestMailbox() (*mailbox, *recorder, *heldDispatcher) {
 	return m, r, d
 }
 
-func TestARequestToAnIdleMailboxRunsOnItsSendersGoroutine(t *testing.T) {
-	m, r, d := newTestMailbox()
-	q := &request{}
-	var inline bool
-	r.onUser = func(any) { inline = m.inline }
-	m.PostUserMessage(q)
-	if got := r.messages(); len(got) != 1 || got[0] != q {
-		t.Fatalf("invoked %v before the post returned, want the request", got)
-	}
-	if !inline {
-		t.Error("the actor was not told its run is on a caller's goroutine")
-	}
-	if m.inline {
-		t.Error("the mailbox still counts itself inline after the run")
-	}
-	if n := d.scheduled(); n != 0 {
-		t.Errorf("%d runs handed to the dispatcher, want none", n)
-	}
-	if m.running.Load() {
-		t.Error("the mailbox is still marked running")
+// A request, and an I/O goroutine's result, posted to an idle mailbox run
+// on their sender's goroutine; the actor is told when that is a caller's.
+func TestAMessageToAnIdleMailboxRunsOnItsSendersGoroutine(t *testing.T) {
+	for _, tc := range []struct {
+		msg      any
+		onCaller bool
+	}{
+		{&request{}, true},
+		{&attach{}, true},
+		{&committed{}, false},
+		{&snapshotted{}, false},
+	} {
+		t.Run(fmt.Sprintf("%T", tc.msg), func(t *testing.T) {
+			m, r, d := newTestMailbox()
+			onCaller := !tc.onCaller
+			r.onUser = func(any) { onCaller = m.onCaller }
+			m.PostUserMessage(tc.msg)
+			if got := r.messages(); len(got) != 1 || got[0] != tc.msg {
+				t.Fatalf("invoked %v before the post returned, want the message", got)
+			}
+			if onCaller != tc.onCaller {
+				t.Errorf("the actor was told the run is on a caller's goroutine: %v, want %v", onCaller, tc.onCaller)
+			}
+			if m.onCaller {
+				t.Error("the mailbox still counts itself on a caller's goroutine after the run")
+			}
+			if n := d.scheduled(); n != 0 {
+				t.Errorf("%d runs handed to the dispatcher, want none", n)
+			}
+			if m.running.Load() {
+				t.Error("the mailbox is still marked running")
+			}
+		})
 	}
 }
 
@@ -309,3 +322,19 @@ type goDispatcher struct{}
 
 func (goDispatcher) Schedule(fn func()) { go fn() }
 func (goDispatcher) Throughput() int    { return 10 }
+
+// A queue that never empties, a message in and a message out, reuses its
+// slots instead of growing with every message that passed through it.
+func TestAQueueThatNeverEmptiesStaysSmall(t *testing.T) {
+	var q fifo
+	q.push(0)
+	for i := range 10000 {
+		q.push(i + 1)
+		if got := q.pop(); got != i {
+			t.Fatalf("popped %v, want %d", got, i)
+		}
+	}
+	if c := cap(q.items); c > 64 {
+		t.Errorf("after 10,000 messages through a queue holding one or two: capacity %d, want it small", c)
+	}
+}
