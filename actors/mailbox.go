@@ -109,25 +109,19 @@ func (m *mailbox) process(s sender) {
 	if s != dispatched {
 		budget = inlineBudget
 	}
-	for {
-		m.onCaller = s == caller
-		idle := m.run(budget)
-		m.onCaller = false
-		if !idle {
-			m.dispatcher.Schedule(m.processAll) // still running: the runner changes hands
-			return
-		}
+	m.onCaller = s == caller
+	idle := m.run(budget)
+	m.onCaller = false
+	if idle {
 		m.running.Store(false)
 		// A message posted after the last pop but before the store above
-		// found the mailbox running and left it to this runner.
+		// found the mailbox running and left it to this runner: the
+		// dispatcher runs it.
 		if !m.pending() || !m.running.CompareAndSwap(false, true) {
 			return
 		}
-		if s != dispatched { // one inline run per sender
-			m.dispatcher.Schedule(m.processAll)
-			return
-		}
 	}
+	m.dispatcher.Schedule(m.processAll) // still running: the runner changes hands
 }
 
 func (m *mailbox) pending() bool {
