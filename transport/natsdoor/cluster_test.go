@@ -2,9 +2,6 @@ package natsdoor
 
 import (
 	"context"
-	"errors"
-	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -162,37 +159,5 @@ func TestAJudgeRequestReachesOnlyItsOwnConnectionAcrossServers(t *testing.T) {
 	}
 	if m, err := leak.NextMsg(300 * time.Millisecond); err == nil {
 		t.Fatalf("another key's connection on the other server received a's judge request %q", m.Data)
-	}
-}
-
-// A node whose route port is taken fails to start at once, naming the
-// port, as one whose client port is taken does (nats-server opens its
-// route listener on a goroutine of its own and only logs the failure).
-func TestStartOnATakenRoutePortFailsAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	e, err := NewEmbedded(fakeAuth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := e.Options("127.0.0.1", server.RANDOM_PORT)
-	c := Cluster{Name: "c", Node: "a", Listen: ln.Addr().String(), Routes: []string{ln.Addr().String()}, StoreDir: t.TempDir()}
-	if err := c.Apply(opts); err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	s, err := e.Start(opts)
-	if err == nil {
-		s.Shutdown()
-		t.Fatal("started with its route port taken")
-	}
-	if took := time.Since(began); took > 5*time.Second {
-		t.Errorf("took %v to fail", took)
-	}
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Errorf("err = %v, want EADDRINUSE", err)
 	}
 }

@@ -1067,33 +1067,47 @@ func BenchmarkRequester(b *testing.B) {
 }
 
 // TestStartOnATakenPortFailsAtOnce: the listener's error, naming the
-// address, not a wait for readiness that never comes.
+// address, not a wait for readiness that never comes; for the client port
+// and for a cluster's route port (which nats-server opens on a goroutine
+// of its own and only logs).
 func TestStartOnATakenPortFailsAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	addr := ln.Addr().(*net.TCPAddr)
-	e, err := NewEmbedded(fakeAuth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	began := time.Now()
-	s, err := e.Start(e.Options("127.0.0.1", addr.Port))
-	if err == nil {
-		s.Shutdown()
-		t.Fatal("started on a taken port")
-	}
-	if took := time.Since(began); took > 2*time.Second {
-		t.Errorf("took %v to fail", took)
-	}
-	if !errors.Is(err, syscall.EADDRINUSE) {
-		t.Errorf("err = %v, want EADDRINUSE", err)
-	}
-	for _, want := range []string{addr.String(), "already in use"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("err = %q, want it to name %q", err, want)
-		}
+	for _, port := range []string{"client", "route"} {
+		t.Run(port, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			addr := ln.Addr().(*net.TCPAddr)
+			e, err := NewEmbedded(fakeAuth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := e.Options("127.0.0.1", addr.Port)
+			if port == "route" {
+				opts = e.Options("127.0.0.1", server.RANDOM_PORT)
+				c := Cluster{Name: "c", Node: "a", Listen: addr.String(), Routes: []string{addr.String()}, StoreDir: t.TempDir()}
+				if err := c.Apply(opts); err != nil {
+					t.Fatal(err)
+				}
+			}
+			began := time.Now()
+			s, err := e.Start(opts)
+			if err == nil {
+				s.Shutdown()
+				t.Fatalf("started with its %s port taken", port)
+			}
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("took %v to fail", took)
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("err = %v, want EADDRINUSE", err)
+			}
+			for _, want := range []string{addr.String(), "already in use"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to name %q", err, want)
+				}
+			}
+		})
 	}
 }
