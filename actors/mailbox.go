@@ -15,7 +15,7 @@ import (
 // the mailbox idle runs it on its own goroutine, where it would only have
 // waited, for up to inlineBudget messages, and hands whatever is left to
 // the dispatcher. Only messages whose senders hold no lock and may do the
-// actor's work themselves run so (see runsInline): a door waiting for its
+// actor's work themselves run so (see senderOf): a door waiting for its
 // request, an I/O goroutine reporting its result. The first other message
 // (system messages, protoactor's own, a read's next step) ends an inline
 // run, and the dispatcher runs it as before. While a run is on a caller's
