@@ -182,41 +182,55 @@ func (a *Agents) keptLocked(agent string) *agentLog {
 // Load reads agent's latest snapshot and the events after it (see
 // persist.Store.Load). A gap in the events is ErrCorrupt.
 func (a *Agents) Load(agent string) (persist.Recovered, error) {
+	r, _, err := a.load(agent)
+	return r, err
+}
+
+// load is Load, with the unique index entries of the batches it read (see
+// Store.Load).
+func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
+	fail := func(err error) (persist.Recovered, []persist.KV, error) { return persist.Recovered{}, nil, err }
 	l, err := a.log(agent)
 	if err != nil {
-		return persist.Recovered{}, err
+		return fail(err)
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
 	var r persist.Recovered
 	object, err := l.lastPointer(ctx, agent, &r.SnapshotSeq)
 	if err != nil {
-		return persist.Recovered{}, err
+		return fail(err)
 	}
 	if object != "" {
 		data, err := a.obj.GetBytes(ctx, object)
 		if err != nil {
-			return persist.Recovered{}, fmt.Errorf("agent %s: snapshot %s: %w", agent, object, err)
+			return fail(fmt.Errorf("agent %s: snapshot %s: %w", agent, object, err))
 		}
 		if r.Snapshot, err = a.dec.DecodeAll(data, make([]byte, 0, len(data)*2)); err != nil {
-			return persist.Recovered{}, fmt.Errorf("agent %s: snapshot %s: %v: %w", agent, object, err, persist.ErrCorrupt)
+			return fail(fmt.Errorf("agent %s: snapshot %s: %v: %w", agent, object, err, persist.ErrCorrupt))
 		}
 	}
 	stored, err := l.Tail(ctx, agent, 0)
 	if err != nil {
-		return persist.Recovered{}, err
+		return fail(err)
 	}
 	k := &agentLog{object: object, snapSeq: r.SnapshotSeq}
 	r.LastSeq = r.SnapshotSeq
+	var unique []persist.KV
 	for _, s := range stored {
+		for _, kv := range s.Index {
+			if kv.Unique {
+				unique = append(unique, kv)
+			}
+		}
 		last := s.First + uint64(len(s.Events)) - 1
 		k.batches = append(k.batches, batchPos{stream: s.Seq, last: last})
 		if last <= r.LastSeq {
 			continue // covered by the snapshot, not trimmed yet
 		}
 		if s.First > r.LastSeq+1 {
-			return persist.Recovered{}, fmt.Errorf("agent %s: event %d: missing (the log goes on at %d): %w",
-				agent, r.LastSeq+1, s.First, persist.ErrCorrupt)
+			return fail(fmt.Errorf("agent %s: event %d: missing (the log goes on at %d): %w",
+				agent, r.LastSeq+1, s.First, persist.ErrCorrupt))
 		}
 		r.Tail = append(r.Tail, s.Events[r.LastSeq+1-s.First:]...)
 		r.LastSeq = last
@@ -224,7 +238,7 @@ func (a *Agents) Load(agent string) (persist.Recovered, error) {
 	a.mu.Lock()
 	a.kept[agent] = k
 	a.mu.Unlock()
-	return r, nil
+	return r, unique, nil
 }
 
 // SaveSnapshot stores state as agent's snapshot covering events ≤ seq and

@@ -21,18 +21,19 @@ import (
 )
 
 // DirStream is the cluster's directory: every directory write, in order,
-// on the subject plaudit.dir, or, for the first write of a unique key, on
-// plaudit.dir.claim.<hash of the key>. Each node mirrors it into its local
-// store, where reads are served.
+// on the subject plaudit.dir, or, for a unique key, on
+// plaudit.dir.claim.<hash of the key> (its claim, then its confirmation).
+// Each node mirrors it into its local store, where reads are served.
 const (
 	DirStream     = "PLAUDIT_DIR"
 	dirSubject    = "plaudit.dir"
 	claimSubjects = dirSubject + ".claim.*"
 )
 
-// claimSubject is the subject of key's first write: JetStream refuses a
-// second write there (an expected last sequence of 0 on the subject), which
-// makes a unique key's check and write one step, whichever node writes.
+// claimSubject is the subject of a unique key's claim: JetStream refuses a
+// claim there unless the subject is as the claimer last saw it (an expected
+// last sequence per subject, 0 for a first write), which makes a unique
+// key's check and write one step, whichever node writes.
 func claimSubject(key []byte) string {
 	sum := sha256.Sum256(key)
 	return dirSubject + ".claim." + hex.EncodeToString(sum[:16])
@@ -67,6 +68,8 @@ type Directory struct {
 	stream  jetstream.Stream
 	local   Local
 	timeout time.Duration
+	window  time.Duration
+	now     func() time.Time
 	cc      jetstream.ConsumeContext
 
 	mu      sync.Mutex
@@ -87,6 +90,12 @@ func (d *Directory) OnApply(fn func(kvs []persist.KV)) { d.onApply.Store(&fn) }
 type DirectoryConfig struct {
 	Replicas int           // of DirStream
 	Timeout  time.Duration // bounds each write and each wait for the mirror (10s)
+	// ClaimWindow is how long a claim holds its key unconfirmed before
+	// another claim may take it over (the longer of a minute and six
+	// Timeouts: a claimer's whole write, its claims, index, log append
+	// and confirmations, each bounded by Timeout, fits well inside).
+	ClaimWindow time.Duration
+	Now         func() time.Time // the claims' clock (time.Now)
 }
 
 // OpenDirectory creates or opens DirStream and starts mirroring it into
@@ -94,6 +103,12 @@ type DirectoryConfig struct {
 func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg DirectoryConfig) (*Directory, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.ClaimWindow <= 0 {
+		cfg.ClaimWindow = max(time.Minute, 6*cfg.Timeout)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	scfg := jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject, claimSubjects},
 		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1), Retention: jetstream.LimitsPolicy,
@@ -108,7 +123,8 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	if err != nil {
 		return nil, fmt.Errorf("jslog: directory stream: %w", err)
 	}
-	d := &Directory{js: js, stream: s, local: local, timeout: cfg.Timeout, advance: make(chan struct{})}
+	d := &Directory{js: js, stream: s, local: local, timeout: cfg.Timeout, window: cfg.ClaimWindow, now: cfg.Now,
+		advance: make(chan struct{})}
 	switch v, err := local.Get(appliedKey); {
 	case errors.Is(err, persist.ErrNotFound):
 	case err != nil:
@@ -153,7 +169,9 @@ func (d *Directory) apply(m jetstream.Msg) {
 	pos := persist.KV{Key: appliedKey, Value: binary.BigEndian.AppendUint64(nil, seq)}
 	op, err := decodeDirOp(m.Data())
 	if err == nil {
-		if op.end != nil {
+		if op.claim != nil {
+			err = d.local.Put(pos) // unconfirmed: nothing to read yet
+		} else if op.end != nil {
 			if err = d.local.DeleteRange(op.start, op.end); err == nil {
 				err = d.local.Put(pos)
 			}
@@ -161,7 +179,7 @@ func (d *Directory) apply(m jetstream.Msg) {
 			err = d.local.Put(append(op.kvs, pos)...)
 		}
 	}
-	if fn := d.onApply.Load(); err == nil && op.end == nil && fn != nil {
+	if fn := d.onApply.Load(); err == nil && op.end == nil && op.claim == nil && fn != nil {
 		(*fn)(op.kvs)
 	}
 	d.mu.Lock()
@@ -207,18 +225,76 @@ func (d *Directory) publish(subject string, op dirOp, opts ...jetstream.PublishO
 	return d.wait(ctx, ack.Sequence)
 }
 
-// Claim writes kv, the first write of a key that must have no other,
-// unless another write claimed the key first, on any node: then it returns
+// A Claim holds a unique key for a write that has not landed yet. No read
+// sees the key until Confirm. A claim left unconfirmed past its window
+// (its writer crashed, or its write failed after the claim) may be taken
+// over by another, so a key is never held for good by a write that never
+// happened; a claim taken over cannot be confirmed.
+type Claim struct {
+	kv      persist.KV
+	subject string
+	seq     uint64 // the claim's stream sequence
+}
+
+// Claim claims kv's key for kv, the key's first write, unless another write
+// holds it: confirmed, or claimed within its window, on any node (an
+// unconfirmed claim of this very entry does not hold it). Then it returns
 // ErrExists and writes nothing. A claim whose answer was lost may have
-// landed: the key is then held by a write that reports failure.
-func (d *Directory) Claim(kv persist.KV) error {
+// landed: the key is then held until its window passes.
+func (d *Directory) Claim(kv persist.KV) (Claim, error) {
 	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
-		return fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
+		return Claim{}, fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
 	}
 	kv.Unique = false
-	err := d.publish(claimSubject(kv.Key), dirOp{kvs: []persist.KV{kv}}, jetstream.WithExpectLastSequencePerSubject(0))
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	subject := claimSubject(kv.Key)
+	taken := fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+	// after is the subject's last sequence as this claim found it: 0 for a
+	// first write, or an unconfirmed claim past its window.
+	for after := uint64(0); ; {
+		op := dirOp{claim: &claimed{kv: kv, until: d.now().Add(d.window)}}
+		ack, err := d.js.Publish(ctx, subject, encodeDirOp(op),
+			jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
+		switch {
+		case err == nil:
+			return Claim{kv: kv, subject: subject, seq: ack.Sequence}, nil
+		case !jserr.WrongLastSequence(err):
+			return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
+		case after != 0:
+			return Claim{}, taken // another claim or confirmation came first
+		}
+		last, err := d.stream.GetLastMsgForSubject(ctx, subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			// The write that holds the key is on its way: a replicated
+			// stream's leader checks claims against writes it has not
+			// stored yet.
+			return Claim{}, taken
+		case err != nil:
+			return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
+		}
+		held, err := decodeDirOp(last.Data)
+		if err != nil {
+			return Claim{}, fmt.Errorf("jslog: directory claim %d: %w", last.Sequence, err)
+		}
+		// An unconfirmed claim of the same entry is the same write (its
+		// retry, or its recovery from the log): no need to wait it out.
+		same := held.claim != nil && bytes.Equal(held.claim.kv.Value, kv.Value)
+		if held.claim == nil || !same && d.now().Before(held.claim.until) {
+			return Claim{}, taken
+		}
+		after = last.Sequence
+	}
+}
+
+// Confirm makes c's write, which has landed, what the key holds: it
+// returns once this node's mirror has applied it. A claim taken over
+// meanwhile is ErrExists.
+func (d *Directory) Confirm(c Claim) error {
+	err := d.publish(c.subject, dirOp{kvs: []persist.KV{c.kv}}, jetstream.WithExpectLastSequencePerSubject(c.seq))
 	if jserr.WrongLastSequence(err) {
-		return fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+		return fmt.Errorf("jslog: directory key %q: claim taken over: %w", c.kv.Key, persist.ErrExists)
 	}
 	return err
 }
@@ -303,24 +379,40 @@ func (d *Directory) Scan(prefix []byte, fn func(key, value []byte) error) error 
 	})
 }
 
-// dirOp is one directory write: kvs (Put), or the range [start, end)
-// (DeleteRange, end non-nil).
+// dirOp is one directory write: kvs (Put), the range [start, end)
+// (DeleteRange, end non-nil), or a unique key's unconfirmed claim (claim
+// non-nil).
 type dirOp struct {
 	kvs        []persist.KV
 	start, end []byte
+	claim      *claimed
+}
+
+// claimed is an unconfirmed claim: the write it holds its key for, and the
+// end of its window.
+type claimed struct {
+	kv    persist.KV
+	until time.Time
 }
 
 const (
 	dirPut         = 1
 	dirDeleteRange = 2
+	dirClaim       = 3
 )
 
 // encodeDirOp: op(1), then for a put a count and {len key, has(1), [len
-// value]}*, for a delete range {len start, len end}; then CRC32C (4 bytes
-// big-endian) of all before it.
+// value]}*, for a delete range {len start, len end}, for a claim {len key,
+// len value, uvarint Unix nanoseconds of its window's end}; then CRC32C (4
+// bytes big-endian) of all before it.
 func encodeDirOp(op dirOp) []byte {
 	var out []byte
-	if op.end != nil {
+	if op.claim != nil {
+		out = append(out, dirClaim)
+		out = appendBytes(out, op.claim.kv.Key)
+		out = appendBytes(out, op.claim.kv.Value)
+		out = binary.AppendUvarint(out, uint64(op.claim.until.UnixNano()))
+	} else if op.end != nil {
 		out = append(out, dirDeleteRange)
 		out = appendBytes(out, op.start)
 		out = appendBytes(out, op.end)
@@ -348,6 +440,9 @@ func decodeDirOp(data []byte) (dirOp, error) {
 		op.kvs = r.kvs()
 	case dirDeleteRange:
 		op.start, op.end = r.bytes(), r.bytes() // non-nil unless r.err is set
+	case dirClaim:
+		kv := persist.KV{Key: r.bytes(), Value: r.bytes()}
+		op.claim = &claimed{kv: kv, until: time.Unix(0, int64(r.uvarint()))}
 	default:
 		return bad(fmt.Sprintf("op %d", body[0]))
 	}

@@ -117,6 +117,8 @@ func FuzzDecodeDirOp(f *testing.F) {
 	f.Add(body(dirOp{kvs: []persist.KV{{Key: []byte("k"), Value: []byte("v")}, {Key: []byte("gone")}}}))
 	f.Add(body(dirOp{start: []byte("a/"), end: []byte("a0")}))
 	f.Add([]byte{dirDeleteRange, 0, 0})
+	f.Add(body(dirOp{claim: &claimed{kv: persist.KV{Key: []byte("runext/default/x"), Value: []byte("run_1")},
+		until: time.Unix(1796170503, 0)}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec := binary.BigEndian.AppendUint32(bytes.Clone(data), crc32.Checksum(data, castagnoli))
 		op, err := decodeDirOp(rec)
@@ -275,13 +277,13 @@ func TestAUniqueKeyClaimedOnSeveralNodesAtOnceGoesToOne(t *testing.T) {
 	}
 	for i := range 20 {
 		key := []byte(fmt.Sprintf("agentext/default/customer-%d", i))
-		errs := make([]error, len(dirs))
+		errs, claims := make([]error, len(dirs)), make([]Claim, len(dirs))
 		var wg sync.WaitGroup
 		for n, d := range dirs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[n] = d.Claim(persist.KV{Key: key, Value: []byte(fmt.Sprint("agt_", n)), Unique: true})
+				claims[n], errs[n] = d.Claim(persist.KV{Key: key, Value: []byte(fmt.Sprint("agt_", n)), Unique: true})
 			}()
 		}
 		wg.Wait()
@@ -298,6 +300,9 @@ func TestAUniqueKeyClaimedOnSeveralNodesAtOnceGoesToOne(t *testing.T) {
 		}
 		if winner < 0 {
 			t.Fatalf("key %d claimed by none: %v", i, errs)
+		}
+		if err := dirs[winner].Confirm(claims[winner]); err != nil {
+			t.Fatalf("key %d, node %d's confirmation: %v", i, winner, err)
 		}
 		for n, d := range dirs {
 			if v, err := d.Get(key); err != nil || string(v) != fmt.Sprint("agt_", winner) {
@@ -354,7 +359,11 @@ func TestADirectoryFromBeforeClaimsTakesThem(t *testing.T) {
 	}
 	d, local := dirNode(t, js, t.TempDir())
 	defer func() { d.Close(); _ = local.Close() }()
-	if err := d.Claim(persist.KV{Key: []byte("agentext/default/x"), Value: []byte("agt_1")}); err != nil {
+	c, err := d.Claim(persist.KV{Key: []byte("agentext/default/x"), Value: []byte("agt_1")})
+	if err == nil {
+		err = d.Confirm(c)
+	}
+	if err != nil {
 		t.Fatalf("a claim on the upgraded directory: %v", err)
 	}
 	for key, want := range map[string]string{"ws/old": "1", "agentext/default/x": "agt_1"} {
@@ -373,8 +382,192 @@ func TestAClaimThatCannotBeAKeysFirstWriteIsRefused(t *testing.T) {
 		"a deletion":           {Key: []byte("agentext/default/x")},
 		"the mirror's own key": {Key: append(bytes.Clone(reservedPrefix), 'k'), Value: []byte("v")},
 	} {
-		if err := d.Claim(kv); !errors.Is(err, persist.ErrInvalid) {
+		if _, err := d.Claim(kv); !errors.Is(err, persist.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// clock is a test's clock for claims, moved on by hand.
+type clock struct{ ahead atomic.Int64 }
+
+func (c *clock) now() time.Time           { return time.Now().Add(time.Duration(c.ahead.Load())) }
+func (c *clock) advance(by time.Duration) { c.ahead.Add(int64(by)) }
+
+// A write that claimed an external id and then failed (its node deposed
+// before its log append) leaves the id to nobody: no read finds it, a
+// retry within the claim's window is refused, and once the window has
+// passed another write takes the id, on any node.
+func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	store := func(epoch uint64) *Store {
+		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStore(node(t, js, epoch), dir, local)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	batch := func(agent, run string) persist.Batch {
+		return persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
+			{Key: []byte("run/" + run), Value: []byte(agent)},
+			{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true}}}
+	}
+	deposed := store(1)
+	owner := store(2) // fences every partition: the first node's appends fail
+	if err := deposed.Append(batch("agt_a", "run_1")); err == nil {
+		t.Fatal("an append of a deposed node succeeded")
+	}
+	for name, s := range map[string]*Store{"the deposed node": deposed, "the owner": owner} {
+		if v, err := s.Get([]byte("runext/default/order-1")); !errors.Is(err, persist.ErrNotFound) {
+			t.Errorf("%s reads the failed write's id: %q, %v; want not found", name, v, err)
+		}
+	}
+	c.advance(59 * time.Second)
+	if err := owner.Append(batch("agt_b", "run_2")); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a claim inside the failed one's window: %v, want ErrExists", err)
+	}
+	c.advance(2 * time.Second)
+	if err := owner.Append(batch("agt_b", "run_2")); err != nil {
+		t.Fatalf("a claim past the failed one's window: %v", err)
+	}
+	for name, s := range map[string]*Store{"the deposed node": deposed, "the owner": owner} {
+		if v, err := s.Get([]byte("runext/default/order-1")); err != nil || string(v) != "run_2" {
+			t.Errorf("%s reads the id as %q, %v; want run_2", name, v, err)
+		}
+	}
+	// Confirmed, the id is held for good.
+	c.advance(time.Hour)
+	if err := owner.Append(persist.Batch{Agent: "agt_b", First: 2, Events: [][]byte{[]byte("e2")}, Index: []persist.KV{
+		{Key: []byte("runext/default/order-1"), Value: []byte("run_3"), Unique: true}}}); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a claim of a confirmed id: %v, want ErrExists", err)
+	}
+}
+
+// A claim taken over after its window cannot be confirmed, and the one
+// that took it over can: the key holds one write.
+func TestAClaimTakenOverCannotBeConfirmed(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = local.Close() }()
+	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	key := []byte("agentext/default/x")
+	slow, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.advance(61 * time.Second)
+	next, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_2")})
+	if err != nil {
+		t.Fatalf("a claim past the first one's window: %v", err)
+	}
+	if err := d.Confirm(slow); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("the first claim's confirmation after the takeover: %v, want ErrExists", err)
+	}
+	if err := d.Confirm(next); err != nil {
+		t.Fatalf("the second claim's confirmation: %v", err)
+	}
+	if v, err := d.Get(key); err != nil || string(v) != "agt_2" {
+		t.Fatalf("%s: %q, %v; want agt_2", key, v, err)
+	}
+}
+
+// A claim made before claims were confirmed (a put on the claim's
+// subject) holds its key as a confirmed one does.
+func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = local.Close() }()
+	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	key := []byte("runext/default/old")
+	if _, err := js.Publish(context.Background(), claimSubject(key),
+		encodeDirOp(dirOp{kvs: []persist.KV{{Key: key, Value: []byte("run_old")}}})); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(24 * time.Hour)
+	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("run_new")}); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a claim of a key an old-style claim holds: %v, want ErrExists", err)
+	}
+	if v, err := d.Get(key); err != nil || string(v) != "run_old" {
+		t.Fatalf("%s: %q, %v; want run_old", key, v, err)
+	}
+}
+
+// A batch the log took whose claims were never confirmed (its node
+// crashed after the log append, or the log's acknowledgement was lost)
+// gets them confirmed when its agent is loaded, on any node, without
+// waiting for the window; a key another write took meanwhile stays its.
+func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	store := func(epoch uint64) *Store {
+		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStore(node(t, js, epoch), dir, local)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	crashed := store(1)
+	// What Append does up to a crash right after the log took the batches.
+	logged := func(agent, run, ext string) {
+		t.Helper()
+		id := persist.KV{Key: []byte("runext/default/" + ext), Value: []byte(run), Unique: true}
+		if _, err := crashed.dir.Claim(id); err != nil {
+			t.Fatal(err)
+		}
+		if err := crashed.agents.Append(persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")},
+			Index: []persist.KV{{Key: []byte("run/" + run), Value: []byte(agent)}, id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logged("agt_a", "run_1", "order-1")
+	logged("agt_b", "run_2", "order-2")
+	if _, err := crashed.Get([]byte("runext/default/order-1")); !errors.Is(err, persist.ErrNotFound) {
+		t.Fatalf("an unconfirmed claim is read: %v, want not found", err)
+	}
+	// order-2's window passes and another write takes it before agt_b loads.
+	c.advance(2 * time.Minute)
+	if err := crashed.Put(persist.KV{Key: []byte("runext/default/order-2"), Value: []byte("run_9"), Unique: true}); err != nil {
+		t.Fatalf("a claim past order-2's window: %v", err)
+	}
+	owner := store(2) // the next owner, which loads the agents from the log
+	for agent, want := range map[string]string{"agt_a": "run_1", "agt_b": "run_9"} {
+		if r, err := owner.Load(agent); err != nil || len(r.Tail) != 1 {
+			t.Fatalf("load %s: %d events, %v", agent, len(r.Tail), err)
+		}
+		ext := map[string]string{"agt_a": "order-1", "agt_b": "order-2"}[agent]
+		for name, s := range map[string]*Store{"the crashed node": crashed, "the owner": owner} {
+			if v, err := s.Get([]byte("runext/default/" + ext)); err != nil || string(v) != want {
+				t.Errorf("after %s loaded, %s reads %s as %q, %v; want %s", agent, name, ext, v, err, want)
+			}
 		}
 	}
 }

@@ -44,16 +44,21 @@ func encodeBatch(b persist.Batch) []byte {
 }
 
 // appendKVs appends a count, then each write as {len key, has(1), [len
-// value]}: has is 0 for a deletion (a nil value), 1 otherwise.
+// value]}: has is 0 for a deletion (a nil value), 2 for a unique key's
+// write (Unique), 1 otherwise.
 func appendKVs(out []byte, kvs []persist.KV) []byte {
 	out = binary.AppendUvarint(out, uint64(len(kvs)))
 	for _, kv := range kvs {
 		out = appendBytes(out, kv.Key)
-		if kv.Value == nil {
+		switch {
+		case kv.Value == nil:
 			out = append(out, 0)
 			continue
+		case kv.Unique:
+			out = append(out, 2)
+		default:
+			out = append(out, 1)
 		}
-		out = append(out, 1)
 		out = appendBytes(out, kv.Value)
 	}
 	return out
@@ -146,6 +151,8 @@ func (r *reader) kvs() []persist.KV {
 		case 0:
 		case 1:
 			kv.Value = r.bytes()
+		case 2:
+			kv.Value, kv.Unique = r.bytes(), true
 		default:
 			r.err = "value flag"
 		}

@@ -44,7 +44,8 @@ func FuzzDecodeBatch(f *testing.F) {
 	body := func(b persist.Batch) []byte { rec := encodeBatch(b); return rec[:len(rec)-4] }
 	f.Add(body(persist.Batch{Agent: "a", First: 1, Events: [][]byte{[]byte("x")}}))
 	f.Add(body(persist.Batch{Agent: "a", First: 7, Events: [][]byte{{}, []byte("yy")},
-		Index: []persist.KV{{Key: []byte("k")}, {Key: []byte("k2"), Value: []byte("v")}}}))
+		Index: []persist.KV{{Key: []byte("k")}, {Key: []byte("k2"), Value: []byte("v")},
+			{Key: []byte("runext/default/x"), Value: []byte("run_1"), Unique: true}}}))
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{1, 0x81, 0x00, 1, 1, 'x', 0}) // first = 1, overlong

@@ -1,6 +1,7 @@
 package jslog
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -35,24 +36,31 @@ func (s *Store) open(fn func() error) error {
 	return fn()
 }
 
-// Append writes b's index entries to the directory, its unique keys first
-// (each claimed: a key another node wrote first is ErrExists, and nothing
-// more is written), then b to its partition's log. A crash between leaves
-// index entries naming a write that never happened, which readers must
-// treat as absent (a run id pointing at an agent that does not know the
-// run).
+// Append writes b's index entries to the directory, its unique keys
+// claimed first (a key held by another write, on any node, is ErrExists,
+// and nothing more is written), then b to its partition's log, then
+// confirms the claims. A crash between leaves index entries naming a write
+// that never happened, which readers must treat as absent (a run id
+// pointing at an agent that does not know the run); its claims were never
+// confirmed, so their window frees their keys.
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		if err := s.put(b.Index); err != nil { // no entries: no write
+		claims, err := s.put(b.Index) // no entries: no write
+		if err != nil {
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
-		if len(b.Events) == 0 {
-			return nil // index only: the log is left as it is
+		if len(b.Events) > 0 {
+			if err := s.agents.Append(b); err != nil {
+				return err
+			}
 		}
-		return s.agents.Append(b)
+		if err := s.confirm(claims); err != nil {
+			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
+		}
+		return nil
 	})
 }
 
@@ -61,10 +69,45 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	return s.open(func() error { return s.agents.SaveSnapshot(agent, seq, state) })
 }
 
-// Load implements persist.Store.
+// Load implements persist.Store. It first confirms the unique keys of the
+// agent's logged batches that are not confirmed yet: a batch can land
+// without its confirmations (its node crashed after the log took it, or
+// the log's acknowledgement was lost), and the log, not the directory, is
+// what happened. A key another write holds is left to it.
 func (s *Store) Load(agent string) (r persist.Recovered, err error) {
-	err = s.open(func() error { r, err = s.agents.Load(agent); return err })
+	err = s.open(func() error {
+		var unique []persist.KV
+		if r, unique, err = s.agents.load(agent); err != nil {
+			return err
+		}
+		for _, kv := range unique {
+			if err := s.confirmLogged(kv); err != nil {
+				return fmt.Errorf("agent %s: index: %w", agent, err)
+			}
+		}
+		return nil
+	})
 	return r, err
+}
+
+// confirmLogged makes kv, the unique index entry of a logged batch, what
+// its key holds, unless the key holds it already or another write holds it.
+func (s *Store) confirmLogged(kv persist.KV) error {
+	_, err := s.dir.Get(kv.Key)
+	if !errors.Is(err, persist.ErrNotFound) {
+		return err
+	}
+	c, err := s.dir.Claim(kv)
+	switch {
+	case errors.Is(err, persist.ErrExists):
+		return nil
+	case err != nil:
+		return err
+	}
+	if err := s.dir.Confirm(c); !errors.Is(err, persist.ErrExists) {
+		return err
+	}
+	return nil
 }
 
 // Get implements persist.Store.
@@ -73,24 +116,48 @@ func (s *Store) Get(key []byte) (v []byte, err error) {
 	return v, err
 }
 
-// Put implements persist.Store: the unique keys claimed first, as in
-// Append.
+// Put implements persist.Store: the unique keys claimed first and
+// confirmed last, as in Append.
 func (s *Store) Put(kvs ...persist.KV) error {
-	return s.open(func() error { return s.put(kvs) })
+	return s.open(func() error {
+		claims, err := s.put(kvs)
+		if err != nil {
+			return err
+		}
+		return s.confirm(claims)
+	})
 }
 
 // put writes kvs to the directory, claiming its unique keys first: one
-// another node wrote first is ErrExists, and nothing more is written.
-func (s *Store) put(kvs []persist.KV) error {
-	var rest []persist.KV
+// another write holds is ErrExists, and nothing more is written. The
+// claims it returns are the caller's to confirm once its write has landed.
+func (s *Store) put(kvs []persist.KV) ([]Claim, error) {
+	var (
+		rest   []persist.KV
+		claims []Claim
+	)
 	for _, kv := range kvs {
 		if !kv.Unique {
 			rest = append(rest, kv)
-		} else if err := s.dir.Claim(kv); err != nil {
+			continue
+		}
+		c, err := s.dir.Claim(kv)
+		if err != nil {
+			return nil, err
+		}
+		claims = append(claims, c)
+	}
+	return claims, s.dir.Put(rest...)
+}
+
+// confirm confirms claims, in order.
+func (s *Store) confirm(claims []Claim) error {
+	for _, c := range claims {
+		if err := s.dir.Confirm(c); err != nil {
 			return err
 		}
 	}
-	return s.dir.Put(rest...)
+	return nil
 }
 
 // DeleteRange implements persist.Store.
