@@ -38,6 +38,9 @@ type ClusterConfig struct {
 	// directory: when zero, min(3, len(Routes)), or on an external NATS
 	// min(3, the servers it lists and advertises).
 	Replicas int
+	// ClaimWindow is how long this node's claim of an external id holds
+	// it unconfirmed (jslog.DirectoryConfig; zero: a minute).
+	ClaimWindow time.Duration
 	// JoinTimeout bounds the wait for the cluster's JetStream at start
 	// (2m): a node of three waits for a second one to start.
 	JoinTimeout time.Duration
@@ -145,7 +148,8 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 		}
 	}
 	err = s.untilJoined(deadline, "the directory", func(ctx context.Context) (err error) {
-		c.dir, err = jslog.OpenDirectory(ctx, js, s.store, jslog.DirectoryConfig{Replicas: c.replicas})
+		c.dir, err = jslog.OpenDirectory(ctx, js, s.store, jslog.DirectoryConfig{Replicas: c.replicas,
+			ClaimWindow: c.cfg.ClaimWindow})
 		return err
 	})
 	if err != nil {

@@ -110,7 +110,7 @@ var serveFlags = []string{"data", "http", "nats-listen", "nats-url", "nats-creds
 	"body-budget", "body-timeout", "snapshot-every", "snapshot-interval", "idle-timeout", "mailbox-limit",
 	"idempotency-ttl", "judge-deadline", "request-deadline", "min-free-bytes", "ballast-bytes",
 	"durable-select", "log-level", "log-format", "access-log", "metrics", "pprof", "pprof-mutex-fraction", "pprof-block-rate",
-	"cluster", "node", "nats-cluster-listen", "nats-routes", "partitions", "lease-ttl", "replicas"}
+	"cluster", "node", "nats-cluster-listen", "nats-routes", "partitions", "lease-ttl", "replicas", "claim-window"}
 
 // TestEveryServeFlagHasItsEnvironmentVariable: --nats-listen reads
 // $PLAUDIT_NATS_LISTEN, and so on for every flag.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -38,7 +39,8 @@ func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 	for i := range nodes {
 		nodes[i] = &clusterNode{name: fmt.Sprintf("n%d", i), data: t.TempDir(),
 			flags: []string{"--cluster", "test", "--node", fmt.Sprintf("n%d", i), "--nats-cluster-listen", routes[i],
-				"--nats-routes", strings.Join(routes, ","), "--partitions", "16", "--lease-ttl", "3s"}}
+				"--nats-routes", strings.Join(routes, ","), "--partitions", "16", "--lease-ttl", "3s",
+				"--claim-window", "4s"}}
 		nodes[i].plaudit = launch(t, bin, nodes[i].data, nodes[i].name, nodes[i].flags...)
 	}
 	for _, nd := range nodes {
@@ -66,6 +68,27 @@ func createRetrying(t *testing.T, hc *http.Client, url, body string) string {
 			t.Fatalf("POST %s: %d %s %v", url, status, resp, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// getRetrying GETs url as a client would, retrying 503 (a handover) for
+// up to a minute.
+func getRetrying(hc *http.Client, url string) (int, []byte, error) {
+	for began := time.Now(); ; time.Sleep(500 * time.Millisecond) {
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+killTestKey)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || err != nil || time.Since(began) > time.Minute {
+			return resp.StatusCode, b, err
+		}
 	}
 }
 
@@ -279,6 +302,52 @@ func clusterUnderFault(t *testing.T, pause bool) {
 			}
 		}()
 	}
+	// Two writers create runs with external ids as a client who must not
+	// make one twice would: each id sent with an Idempotency-Key (so its
+	// 201 means durable), to any live node, until it is answered 201.
+	// A try that failed after claiming its id must not keep the id from
+	// its retries (the claim window is 4s here).
+	var (
+		extMu  sync.Mutex
+		extRun = map[string]target{} // external id → the run its 201 named
+	)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(100+w), 7))
+			for i := 0; !stop.Load(); i++ {
+				id := fmt.Sprintf("x%d-%05d", w, i)
+				tg := targets[rnd.IntN(len(targets))]
+				write := keyedWrite{path: "/api/v1/agents/" + tg.agent + "/runs", key: id,
+					body: fmt.Sprintf(`{"version": "1", "external_id": %q}`, id)}
+				var last string
+				for began := time.Now(); ; {
+					nd := rnd.IntN(len(nodes))
+					if int(dead.Load()) == nd+1 {
+						nd = (nd + 1) % len(nodes)
+					}
+					a, err := postKeyed(hc, nodes[nd].base, write)
+					if err == nil && a.status == 201 {
+						var m struct{ ID string }
+						if json.Unmarshal(a.body, &m) != nil || m.ID == "" {
+							t.Errorf("external id %s: 201 without a run id: %s", id, a.body)
+						}
+						extMu.Lock()
+						extRun[id] = target{tg.agent, m.ID}
+						extMu.Unlock()
+						break
+					}
+					last = fmt.Sprintf("%d %s %v", a.status, a.body, err)
+					if time.Since(began) > time.Minute {
+						t.Errorf("external id %s: not created in a minute of retries; last answer %s", id, last)
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		}()
+	}
 	time.Sleep(2 * time.Second)
 	dead.Store(victim + 1)
 	killedAt.Store(time.Now().UnixNano())
@@ -307,14 +376,14 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if len(h.acked) == 0 {
-		t.Fatal("no signal was acknowledged")
+	if len(h.acked) == 0 || len(extRun) == 0 {
+		t.Fatalf("%d signals and %d runs with external ids acknowledged", len(h.acked), len(extRun))
 	}
 	movedMu.Lock()
 	moved := movedAt.Sub(time.Unix(0, killedAt.Load()))
 	movedMu.Unlock()
-	t.Logf("%d signals acknowledged, %d requests not; the killed node's agents wrote again %v after the kill",
-		len(h.acked), failed.Load(), moved.Round(time.Millisecond))
+	t.Logf("%d signals and %d runs with external ids acknowledged, %d signals not; the killed node's agents wrote again %v after the kill",
+		len(h.acked), len(extRun), failed.Load(), moved.Round(time.Millisecond))
 	// The lease (3s here) and JetStream's own leader elections (4-9s in
 	// nats-server) bound the failover; on this machine it took 3-9s, more
 	// with other tests running beside. The bound checked catches a
@@ -368,6 +437,15 @@ func clusterUnderFault(t *testing.T, pause bool) {
 			}
 			if lost > 0 {
 				t.Errorf("%s: n%d lacks %d of %d acknowledged signals", label, i, lost, len(h.acked))
+			}
+			// Every run made with an external id is found by it.
+			for ext, tg := range extRun {
+				path := "/api/v1/agents/" + tg.agent + "/runs/external_id:" + ext
+				status, body, err := getRetrying(hc, nodes[i].base+path)
+				var m struct{ ID string }
+				if err != nil || status != 200 || json.Unmarshal(body, &m) != nil || m.ID != tg.run {
+					t.Errorf("%s: n%d: run by external id %s: %d %s %v; want run %s", label, i, ext, status, body, err, tg.run)
+				}
 			}
 		}
 	}
