@@ -16,6 +16,7 @@ import (
 	"github.com/plaudit/plaudit/cluster"
 	"github.com/plaudit/plaudit/internal/freeport"
 	"github.com/plaudit/plaudit/internal/jstest"
+	"github.com/plaudit/plaudit/persist/jslog"
 )
 
 // taskPlacementKey is how a cluster places a task's judged rewards (see
@@ -423,5 +424,53 @@ func TestJudgedRewardsAreJudgedByTheNodeServingTheirTask(t *testing.T) {
 	g := c[other].request("GET", "/v1/rewards/"+id, "", map[string]string{"Prefer": "wait=30"})
 	if g.status != 200 || str(t, g.json(t), "status") != "scored" {
 		t.Fatalf("the pending reward after its node stopped: %d %s", g.status, g.body)
+	}
+}
+
+// A keyed write whose batch the log took but whose Idempotency-Key record
+// never reached the directory (here the directory stream is full when the
+// record's turn comes; a node crashing between the two is the same) is
+// answered 503, and its retry replays the first answer instead of writing
+// again: loading the agent writes the record of its last logged batch,
+// and a keyed write loads its agent before it looks its key up.
+func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T) {
+	node := startCluster(t, 3)[0]
+	c := newClient(t, node, adminKey)
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "keyed"}`), "id")
+	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`), "id")
+	signal := fmt.Sprintf(`{"kind": "human.rating", "value": 4, "run_id": %q}`, run)
+	keyed := map[string]string{"Idempotency-Key": "rating-1"}
+
+	ctx := t.Context()
+	dir, err := node.cluster.js.Stream(ctx, jslog.DirStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := dir.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, open := info.Config, info.Config
+	full.MaxMsgs, open.MaxMsgs = int64(info.State.Msgs), -1
+	if _, err := node.cluster.js.UpdateStream(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.rawSend("POST", "/api/v1/agents/"+agent+"/signals", signal, keyed)
+	if err != nil || first.status != 503 {
+		t.Fatalf("the keyed signal with the directory full: %d %s %v, want 503", first.status, first.body, err)
+	}
+	if _, err := node.cluster.js.UpdateStream(ctx, open); err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.rawSend("POST", "/api/v1/agents/"+agent+"/signals", signal, keyed)
+	if err != nil || again.status != 201 {
+		t.Fatalf("the retry: %d %s %v, want 201", again.status, again.body, err)
+	}
+	items := list(t, c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", ""), "items")
+	if len(items) != 1 {
+		t.Fatalf("the run holds %d signals after a keyed signal and its retry, want 1: %v", len(items), items)
+	}
+	if id := str(t, again.json(t), "id"); id != items[0].(map[string]any)["id"] {
+		t.Errorf("the retry answered signal %s, the run holds %v", id, items[0])
 	}
 }

@@ -186,7 +186,7 @@ func (a *Agents) Load(agent string) (persist.Recovered, error) {
 	return r, err
 }
 
-// load is Load, with the unique index entries of the batches it read (see
+// load is Load, with the index entries of the last batch it read (see
 // Store.Load).
 func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
 	fail := func(err error) (persist.Recovered, []persist.KV, error) { return persist.Recovered{}, nil, err }
@@ -216,13 +216,9 @@ func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
 	}
 	k := &agentLog{object: object, snapSeq: r.SnapshotSeq}
 	r.LastSeq = r.SnapshotSeq
-	var unique []persist.KV
+	var index []persist.KV
 	for _, s := range stored {
-		for _, kv := range s.Index {
-			if kv.Unique {
-				unique = append(unique, kv)
-			}
-		}
+		index = s.Index
 		last := s.First + uint64(len(s.Events)) - 1
 		k.batches = append(k.batches, batchPos{stream: s.Seq, last: last})
 		if last <= r.LastSeq {
@@ -238,7 +234,7 @@ func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
 	a.mu.Lock()
 	a.kept[agent] = k
 	a.mu.Unlock()
-	return r, unique, nil
+	return r, index, nil
 }
 
 // SaveSnapshot stores state as agent's snapshot covering events ≤ seq and

@@ -395,9 +395,11 @@ func (c *clock) now() time.Time           { return time.Now().Add(time.Duration(
 func (c *clock) advance(by time.Duration) { c.ahead.Add(int64(by)) }
 
 // A write that claimed an external id and then failed (its node deposed
-// before its log append) leaves the id to nobody: no read finds it, a
-// retry within the claim's window is refused, and once the window has
-// passed another write takes the id, on any node.
+// before its log append) leaves nothing a reader finds, neither the id
+// nor its other index entries (an Idempotency-Key record among them, whose
+// replay would acknowledge a write that never happened); a retry within
+// the claim's window is refused, and once the window has passed another
+// write takes the id, on any node.
 func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
@@ -417,7 +419,8 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 	batch := func(agent, run string) persist.Batch {
 		return persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
 			{Key: []byte("run/" + run), Value: []byte(agent)},
-			{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true}}}
+			{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true},
+			{Key: []byte("idem/r/default/" + run), Value: []byte("201 " + run)}}}
 	}
 	deposed := store(1)
 	owner := store(2) // fences every partition: the first node's appends fail
@@ -425,8 +428,10 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 		t.Fatal("an append of a deposed node succeeded")
 	}
 	for name, s := range map[string]*Store{"the deposed node": deposed, "the owner": owner} {
-		if v, err := s.Get([]byte("runext/default/order-1")); !errors.Is(err, persist.ErrNotFound) {
-			t.Errorf("%s reads the failed write's id: %q, %v; want not found", name, v, err)
+		for _, key := range []string{"runext/default/order-1", "run/run_1", "idem/r/default/run_1"} {
+			if v, err := s.Get([]byte(key)); !errors.Is(err, persist.ErrNotFound) {
+				t.Errorf("%s reads the failed write's %s: %q, %v; want not found", name, key, v, err)
+			}
 		}
 	}
 	c.advance(59 * time.Second)
@@ -515,10 +520,11 @@ func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
 	}
 }
 
-// A batch the log took whose claims were never confirmed (its node
+// A batch the log took whose index never reached the directory (its node
 // crashed after the log append, or the log's acknowledgement was lost)
-// gets them confirmed when its agent is loaded, on any node, without
-// waiting for the window; a key another write took meanwhile stays its.
+// gets it when its agent is loaded, on any node: its entries written and
+// its claims confirmed without waiting for the window; a unique key
+// another write took meanwhile stays its.
 func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
@@ -536,7 +542,9 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 		return s
 	}
 	crashed := store(1)
-	// What Append does up to a crash right after the log took the batches.
+	// What Append does up to a crash right after the log took the batches:
+	// the claims, and the batch (its index entries with it, among them an
+	// Idempotency-Key record), not yet the directory's other entries.
 	logged := func(agent, run, ext string) {
 		t.Helper()
 		id := persist.KV{Key: []byte("runext/default/" + ext), Value: []byte(run), Unique: true}
@@ -544,7 +552,8 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := crashed.agents.Append(persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")},
-			Index: []persist.KV{{Key: []byte("run/" + run), Value: []byte(agent)}, id}}); err != nil {
+			Index: []persist.KV{{Key: []byte("run/" + run), Value: []byte(agent)}, id,
+				{Key: []byte("idem/r/default/" + ext), Value: []byte("201 " + run)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -563,10 +572,12 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 		if r, err := owner.Load(agent); err != nil || len(r.Tail) != 1 {
 			t.Fatalf("load %s: %d events, %v", agent, len(r.Tail), err)
 		}
-		ext := map[string]string{"agt_a": "order-1", "agt_b": "order-2"}[agent]
+		ext, run := map[string]string{"agt_a": "order-1", "agt_b": "order-2"}[agent], map[string]string{"agt_a": "run_1", "agt_b": "run_2"}[agent]
 		for name, s := range map[string]*Store{"the crashed node": crashed, "the owner": owner} {
-			if v, err := s.Get([]byte("runext/default/" + ext)); err != nil || string(v) != want {
-				t.Errorf("after %s loaded, %s reads %s as %q, %v; want %s", agent, name, ext, v, err, want)
+			for key, want := range map[string]string{"runext/default/" + ext: want, "run/" + run: agent, "idem/r/default/" + ext: "201 " + run} {
+				if v, err := s.Get([]byte(key)); err != nil || string(v) != want {
+					t.Errorf("after %s loaded, %s reads %s as %q, %v; want %s", agent, name, key, v, err, want)
+				}
 			}
 		}
 	}

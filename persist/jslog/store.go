@@ -36,19 +36,20 @@ func (s *Store) open(fn func() error) error {
 	return fn()
 }
 
-// Append writes b's index entries to the directory, its unique keys
-// claimed first (a key held by another write, on any node, is ErrExists,
-// and nothing more is written), then b to its partition's log, then
-// confirms the claims. A crash between leaves index entries naming a write
-// that never happened, which readers must treat as absent (a run id
-// pointing at an agent that does not know the run); its claims were never
-// confirmed, so their window frees their keys.
+// Append writes b in three steps: it claims b's unique index keys (a key
+// another write holds, on any node, is ErrExists, and nothing is written),
+// appends b to its partition's log, then writes the rest of the index and
+// confirms the claims. The log is the record of what happened, and the
+// directory readers read follows it: an entry there (a run's agent, an
+// Idempotency-Key record) never names a write the log lacks. A crash
+// after the log append leaves the index to Load; one before it leaves
+// claims never confirmed, which their window frees.
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		claims, err := s.put(b.Index) // no entries: no write
+		claims, rest, err := s.claim(b.Index)
 		if err != nil {
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
@@ -57,7 +58,7 @@ func (s *Store) Append(b persist.Batch) error {
 				return err
 			}
 		}
-		if err := s.confirm(claims); err != nil {
+		if err := s.settle(claims, rest); err != nil {
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
 		return nil
@@ -69,45 +70,63 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	return s.open(func() error { return s.agents.SaveSnapshot(agent, seq, state) })
 }
 
-// Load implements persist.Store. It first confirms the unique keys of the
-// agent's logged batches that are not confirmed yet: a batch can land
-// without its confirmations (its node crashed after the log took it, or
-// the log's acknowledgement was lost), and the log, not the directory, is
-// what happened. A key another write holds is left to it.
+// Load implements persist.Store. It first writes what the directory lacks
+// of the index of the agent's last logged batch: the one batch that can
+// have landed without it (its node crashed after the log took it, or the
+// log's acknowledgement was lost), since an actor whose append failed
+// appends nothing more, and the next one loads first. An entry the
+// directory holds is left as it is, and so is a unique key another write
+// holds.
 func (s *Store) Load(agent string) (r persist.Recovered, err error) {
 	err = s.open(func() error {
-		var unique []persist.KV
-		if r, unique, err = s.agents.load(agent); err != nil {
+		var index []persist.KV
+		if r, index, err = s.agents.load(agent); err != nil {
 			return err
 		}
-		for _, kv := range unique {
-			if err := s.confirmLogged(kv); err != nil {
-				return fmt.Errorf("agent %s: index: %w", agent, err)
-			}
+		if err := s.restore(index); err != nil {
+			return fmt.Errorf("agent %s: index: %w", agent, err)
 		}
 		return nil
 	})
 	return r, err
 }
 
-// confirmLogged makes kv, the unique index entry of a logged batch, what
-// its key holds, unless the key holds it already or another write holds it.
-func (s *Store) confirmLogged(kv persist.KV) error {
-	_, err := s.dir.Get(kv.Key)
-	if !errors.Is(err, persist.ErrNotFound) {
-		return err
+// restore writes the entries of a logged batch's index that the directory
+// lacks, the unique ones claimed and confirmed (a claim of the very same
+// entry does not wait out its window).
+func (s *Store) restore(index []persist.KV) error {
+	var (
+		rest   []persist.KV
+		claims []Claim
+	)
+	for _, kv := range index {
+		if kv.Value == nil {
+			continue // a deletion: applying it again could undo a later write
+		}
+		switch _, err := s.dir.Get(kv.Key); {
+		case err == nil:
+			continue
+		case !errors.Is(err, persist.ErrNotFound):
+			return err
+		}
+		if !kv.Unique {
+			rest = append(rest, kv)
+			continue
+		}
+		c, err := s.dir.Claim(kv)
+		switch {
+		case errors.Is(err, persist.ErrExists):
+			continue // another write took it
+		case err != nil:
+			return err
+		}
+		claims = append(claims, c)
 	}
-	c, err := s.dir.Claim(kv)
-	switch {
-	case errors.Is(err, persist.ErrExists):
-		return nil
-	case err != nil:
-		return err
+	err := s.settle(claims, rest)
+	if errors.Is(err, persist.ErrExists) {
+		return nil // a claim taken over meanwhile: the key is another write's
 	}
-	if err := s.dir.Confirm(c); !errors.Is(err, persist.ErrExists) {
-		return err
-	}
-	return nil
+	return err
 }
 
 // Get implements persist.Store.
@@ -120,18 +139,17 @@ func (s *Store) Get(key []byte) (v []byte, err error) {
 // confirmed last, as in Append.
 func (s *Store) Put(kvs ...persist.KV) error {
 	return s.open(func() error {
-		claims, err := s.put(kvs)
+		claims, rest, err := s.claim(kvs)
 		if err != nil {
 			return err
 		}
-		return s.confirm(claims)
+		return s.settle(claims, rest)
 	})
 }
 
-// put writes kvs to the directory, claiming its unique keys first: one
-// another write holds is ErrExists, and nothing more is written. The
-// claims it returns are the caller's to confirm once its write has landed.
-func (s *Store) put(kvs []persist.KV) ([]Claim, error) {
+// claim claims the unique keys of kvs, in order, and returns the claims
+// and the other entries: a key another write holds is ErrExists.
+func (s *Store) claim(kvs []persist.KV) ([]Claim, []persist.KV, error) {
 	var (
 		rest   []persist.KV
 		claims []Claim
@@ -143,15 +161,20 @@ func (s *Store) put(kvs []persist.KV) ([]Claim, error) {
 		}
 		c, err := s.dir.Claim(kv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		claims = append(claims, c)
 	}
-	return claims, s.dir.Put(rest...)
+	return claims, rest, nil
 }
 
-// confirm confirms claims, in order.
-func (s *Store) confirm(claims []Claim) error {
+// settle writes rest, then confirms claims: a reader that finds a
+// confirmed key finds the entries written with it (a run's external id,
+// then its agent).
+func (s *Store) settle(claims []Claim, rest []persist.KV) error {
+	if err := s.dir.Put(rest...); err != nil {
+		return err
+	}
 	for _, c := range claims {
 		if err := s.dir.Confirm(c); err != nil {
 			return err

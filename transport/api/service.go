@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/internal/jsonw"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/transport/idempotency"
@@ -305,6 +306,9 @@ func (s *Service) serve(c *call) (result, error) {
 	if c.req.IdempotencyKey == nil || !h.write {
 		return h.fn(c)
 	}
+	if err := c.loadKeyedAgent(); err != nil {
+		return result{}, err
+	}
 	rec, res, err := s.idem.Begin(c.ws, c.req.scope(), string(c.req.IdempotencyKey), c.req.Body)
 	if err != nil {
 		return result{}, err
@@ -318,6 +322,27 @@ func (s *Service) serve(c *call) (result, error) {
 	out, err := h.fn(c)
 	s.finishKeyed(c, out, err)
 	return out, err
+}
+
+// loadKeyedAgent makes sure, in a cluster, that the agent a keyed write
+// goes to is loaded before its key is looked up. A cluster node writes an
+// agent's Idempotency-Key records to the directory after its log, and the
+// agent's load writes those of a batch whose node stopped in between
+// (jslog.Store.Load): looked up before, such a record would be missed, and
+// the retry would write again.
+func (c *call) loadKeyedAgent() error {
+	if c.s.cfg.Router == nil {
+		return nil // one node: a record lands with its write, in one batch
+	}
+	agentID := c.routeAgent()
+	if agentID == "" {
+		return nil
+	}
+	_, err := actors.Read(c.s.reg, agentID, c.by, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil })
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil // the write answers it
+	}
+	return err
 }
 
 // finishKeyed records a keyed request's outcome unless its write already
