@@ -28,6 +28,17 @@ type gatedStore struct {
 	entered chan struct{} // signalled when an append reaches a closed gate
 	failing bool          // appends that pass the gate fail, as if the disk died
 	failN   int           // this many more appends that pass the gate fail, later ones succeed
+	loads   atomic.Int64
+	// loadFailN: this many more loads fail, later ones read the store.
+	loadFailN atomic.Int64
+}
+
+func (g *gatedStore) Load(agent string) (persist.Recovered, error) {
+	g.loads.Add(1)
+	if g.loadFailN.Add(-1) >= 0 {
+		return persist.Recovered{}, errors.New("store between leaders")
+	}
+	return g.Store.Load(agent)
 }
 
 func (g *gatedStore) Append(b persist.Batch) error {
@@ -860,5 +871,39 @@ func TestAWriteThatChangesNothingWaitsForNoDisk(t *testing.T) {
 	}
 	if n := g.appends.Load() - before; n != 0 {
 		t.Fatalf("%d appends for a duplicate; want none", n)
+	}
+}
+
+// A recovery that failed (a cluster's store between leaders, say) is tried
+// again by a request a second after it: an agent that requests keep
+// reaching never idles out, so it would otherwise answer that failure for
+// good.
+func TestAFailedRecoveryIsTriedAgain(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	info, run := createAgentWithRun(t, newRegistry(t, g, nil))
+	g.loadFailN.Store(1)
+	clock := &fakeClock{}
+	r := newRegistry(t, g, func(c *Config) { c.Now = clock.now })
+	read := func() error {
+		_, err := Read(r, info.ID, time.Time{}, func(a *engine.Agent, _ time.Time) (engine.Run, error) { return a.Run(run.ID) })
+		return err
+	}
+	before := g.loads.Load()
+	if err := read(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a read while the store fails: %v, want ErrUnavailable", err)
+	}
+	clock.Add(recoveryRetry - time.Millisecond)
+	if err := read(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a read before the retry is due: %v, want the same failure", err)
+	}
+	if n := g.loads.Load() - before; n != 1 {
+		t.Fatalf("%d loads before the retry is due, want 1", n)
+	}
+	clock.Add(time.Millisecond)
+	if err := read(); err != nil {
+		t.Fatalf("a read once the retry is due: %v", err)
+	}
+	if n := g.loads.Load() - before; n != 2 {
+		t.Fatalf("%d loads after the retry, want 2", n)
 	}
 }

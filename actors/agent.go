@@ -56,7 +56,8 @@ type agentActor struct {
 	rnd     *rand.Rand
 
 	agent      *engine.Agent
-	recoverErr error // set when recovery failed; every request gets it
+	recoverErr error     // set when recovery failed; requests get it until a retry succeeds
+	recoverAt  time.Time // when recovery last failed (Config.Now)
 
 	durable    uint64   // last event known synced
 	gen        uint64   // write generations queued: one per enqueue of events or directory entries
@@ -115,6 +116,10 @@ func (x *agentActor) Receive(ctx actor.Context) {
 	}
 }
 
+// recoveryRetry is how long an agent whose recovery failed answers with
+// that failure before a request tries the recovery again.
+const recoveryRetry = time.Second
+
 func (x *agentActor) recover() {
 	start := time.Now()
 	rec, err := x.reg.store.Load(x.agentID)
@@ -125,9 +130,11 @@ func (x *agentActor) recover() {
 	if err != nil {
 		x.reg.metrics.recoveryFailed.Inc()
 		x.recoverErr = fmt.Errorf("agent %s %w: %w", x.agentID, ErrUnavailable, err)
+		x.recoverAt = x.reg.cfg.Now()
 		x.reg.cfg.Logger.Error("agent recovery failed", "agent", x.agentID, "err", err)
 		return
 	}
+	x.recoverErr = nil
 	x.durable = x.agent.LastSeq()
 	x.snapSeq = rec.SnapshotSeq
 }
@@ -172,6 +179,12 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		// delay the requests queued behind it past their deadlines too.
 		x.respond(q, ErrExpired)
 		return
+	}
+	if x.recoverErr != nil && x.reg.cfg.Now().Sub(x.recoverAt) >= recoveryRetry {
+		// The failure may have passed (a cluster's store between leaders):
+		// an agent answered by requests that keep coming never idles out
+		// to be recovered afresh.
+		x.recover()
 	}
 	switch {
 	case x.recoverErr != nil:
