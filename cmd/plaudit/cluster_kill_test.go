@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,21 +76,27 @@ func createRetrying(t *testing.T, hc *http.Client, url, body string) string {
 // up to a minute.
 func getRetrying(hc *http.Client, url string) (int, []byte, error) {
 	for began := time.Now(); ; time.Sleep(500 * time.Millisecond) {
-		req, err := http.NewRequest("GET", url, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+killTestKey)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 503 || err != nil || time.Since(began) > time.Minute {
-			return resp.StatusCode, b, err
+		status, b, err := getOnce(hc, url)
+		if status != 503 || err != nil || time.Since(began) > time.Minute {
+			return status, b, err
 		}
 	}
+}
+
+// getOnce GETs url with the admin key.
+func getOnce(hc *http.Client, url string) (int, []byte, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+killTestKey)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
 }
 
 // launch runs `plaudit serve` with flags on free ports without waiting.
@@ -161,7 +168,8 @@ func signalIDs(hc *http.Client, base, agent, run string) (map[string]string, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	var list struct {
 		Items []struct {
@@ -185,9 +193,10 @@ func signalIDs(hc *http.Client, base, agent, run string) (map[string]string, err
 // TestClusterKill9LosesNothingAcknowledged: three nodes in separate
 // processes, writers on every node, one node killed with SIGKILL mid-load.
 // Its partitions are taken by the others within the bound, every
-// acknowledged signal is readable from every node afterwards (and from the
-// killed node once it rejoins), none is stored twice, and no read missed a
-// signal acknowledged before it began.
+// acknowledged write (signals, reports, feedback, runs made with an
+// Idempotency-Key and an external id) is readable from every node
+// afterwards (and from the killed node once it rejoins), none is stored
+// twice, and no read missed a signal acknowledged before it began.
 func TestClusterKill9LosesNothingAcknowledged(t *testing.T) {
 	clusterUnderFault(t, false)
 }
@@ -348,6 +357,52 @@ func clusterUnderFault(t *testing.T, pause bool) {
 			}
 		}()
 	}
+	// Two writers send evidence on the runs, reports (a scorer of their own
+	// each, so none replaces another) and feedback in turn; every one
+	// acknowledged must be listed once on every live node afterwards.
+	var (
+		evMu     sync.Mutex
+		evidence = map[string]map[string]bool{} // run → acknowledged report and feedback ids
+	)
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(200+w), 7))
+			for i := 0; !stop.Load(); i++ {
+				tg := targets[rnd.IntN(len(targets))]
+				nd := rnd.IntN(len(nodes))
+				if int(dead.Load()) == nd+1 {
+					nd = (nd + 1) % len(nodes)
+				}
+				path, body, want := "/v1/jobs/"+tg.run+"/rewards",
+					fmt.Sprintf(`{"kind": "external", "scorer": "e%d.s%06d", "value": 0.5}`, w, i), 201
+				if i%2 == 1 {
+					path, body, want = "/v1/workspaces/default/objectives/"+tg.run+"/feedback",
+						`{"metadata": {}, "data": {"score": 1}}`, 200
+				}
+				status, resp, err := post(hc, nodes[nd].base+path, body)
+				if err != nil || status != want {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				var m struct {
+					ID       string
+					Metadata struct{ ID string }
+				}
+				if json.Unmarshal(resp, &m) != nil || m.ID+m.Metadata.ID == "" {
+					t.Errorf("%d without an id: %s", status, resp)
+					continue
+				}
+				evMu.Lock()
+				if evidence[tg.run] == nil {
+					evidence[tg.run] = map[string]bool{}
+				}
+				evidence[tg.run][m.ID+m.Metadata.ID] = true
+				evMu.Unlock()
+			}
+		}()
+	}
 	time.Sleep(2 * time.Second)
 	dead.Store(victim + 1)
 	killedAt.Store(time.Now().UnixNano())
@@ -376,14 +431,18 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if len(h.acked) == 0 || len(extRun) == 0 {
-		t.Fatalf("%d signals and %d runs with external ids acknowledged", len(h.acked), len(extRun))
+	acked := 0
+	for _, ids := range evidence {
+		acked += len(ids)
+	}
+	if len(h.acked) == 0 || len(extRun) == 0 || acked == 0 {
+		t.Fatalf("%d signals, %d runs with external ids and %d reports and feedback acknowledged", len(h.acked), len(extRun), acked)
 	}
 	movedMu.Lock()
 	moved := movedAt.Sub(time.Unix(0, killedAt.Load()))
 	movedMu.Unlock()
-	t.Logf("%d signals and %d runs with external ids acknowledged, %d signals not; the killed node's agents wrote again %v after the kill",
-		len(h.acked), len(extRun), failed.Load(), moved.Round(time.Millisecond))
+	t.Logf("%d signals, %d runs with external ids and %d reports and feedback acknowledged, %d signals not; the killed node's agents wrote again %v after the kill",
+		len(h.acked), len(extRun), acked, failed.Load(), moved.Round(time.Millisecond))
 	// The lease (3s here) and JetStream's own leader elections (4-9s in
 	// nats-server) bound the failover; on this machine it took 3-9s, more
 	// with other tests running beside. The bound checked catches a
@@ -415,14 +474,21 @@ func clusterUnderFault(t *testing.T, pause bool) {
 					t.Logf("%s: reading run %s from n%d was answered 503 for %v", label, tg.run, i, wait.Round(time.Millisecond))
 				}
 				if err != nil {
-					for _, nd := range nodes {
+					for j, nd := range nodes {
 						t.Logf("%s's log:\n%s", nd.name, nd.output())
+						if slices.Contains(live, j) {
+							status, body, err := getOnce(hc, nd.base+"/v1/cluster")
+							t.Logf("%s's GET /v1/cluster: %d %s %v", nd.name, status, body, err)
+						}
 					}
 					t.Fatalf("%s: reading run %s from n%d: %v", label, tg.run, i, err)
 				}
 				keys := map[string]string{}
 				for id, key := range got {
 					seen[id] = true
+					if key == "" {
+						continue // a feedback's signal
+					}
 					if other, dup := keys[key]; dup {
 						t.Errorf("%s: n%d: dedup key %s stored twice, as %s and %s", label, i, key, other, id)
 					}
@@ -437,6 +503,31 @@ func clusterUnderFault(t *testing.T, pause bool) {
 			}
 			if lost > 0 {
 				t.Errorf("%s: n%d lacks %d of %d acknowledged signals", label, i, lost, len(h.acked))
+			}
+			// Every acknowledged report and feedback, once.
+			for _, tg := range targets {
+				status, body, err := getRetrying(hc, nodes[i].base+"/v1/jobs/"+tg.run+"/rewards")
+				var page struct{ Items []struct{ ID string } }
+				if err != nil || status != 200 || json.Unmarshal(body, &page) != nil {
+					t.Errorf("%s: n%d: evidence of run %s: %d %s %v", label, i, tg.run, status, body, err)
+					continue
+				}
+				listed := map[string]bool{}
+				for _, it := range page.Items {
+					if listed[it.ID] {
+						t.Errorf("%s: n%d: run %s lists %s twice", label, i, tg.run, it.ID)
+					}
+					listed[it.ID] = true
+				}
+				missing := 0
+				for id := range evidence[tg.run] {
+					if !listed[id] {
+						missing++
+					}
+				}
+				if missing > 0 {
+					t.Errorf("%s: n%d: run %s lacks %d of its %d acknowledged reports and feedback", label, i, tg.run, missing, len(evidence[tg.run]))
+				}
 			}
 			// Every run made with an external id is found by it.
 			for ext, tg := range extRun {
