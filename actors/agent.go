@@ -58,6 +58,7 @@ type agentActor struct {
 	agent      *engine.Agent
 	recoverErr error     // set when recovery failed; requests get it until a retry succeeds
 	recoverAt  time.Time // when recovery last failed (Config.Now)
+	recovering bool      // a retry of the recovery is out
 
 	durable    uint64   // last event known synced
 	gen        uint64   // write generations queued: one per enqueue of events or directory entries
@@ -105,6 +106,9 @@ func (x *agentActor) Receive(ctx actor.Context) {
 		x.attach(ctx, m.req)
 	case *stepTurn:
 		x.step(ctx, m)
+	case *recovered:
+		x.recovering = false
+		x.rebuild(m.rec, m.err, m.start)
 	case *committed:
 		x.onCommitted(ctx, m)
 	case *snapshotted:
@@ -117,12 +121,39 @@ func (x *agentActor) Receive(ctx actor.Context) {
 }
 
 // recoveryRetry is how long an agent whose recovery failed answers with
-// that failure before a request tries the recovery again.
+// that failure before a request has the recovery tried again.
 const recoveryRetry = time.Second
+
+// recovered is a retried recovery's load, back from the pool.
+type recovered struct {
+	rec   persist.Recovered
+	err   error
+	start time.Time
+}
 
 func (x *agentActor) recover() {
 	start := time.Now()
 	rec, err := x.reg.store.Load(x.agentID)
+	x.rebuild(rec, err, start)
+}
+
+// retryRecovery loads the agent again on a pool goroutine: the request
+// that found the retry due may be running on its caller's goroutine (see
+// mailbox), which a stalled store must not hold past its timeout.
+func (x *agentActor) retryRecovery(ctx actor.Context) {
+	x.recovering = true
+	x.io.Add(1)
+	self, root, store, agentID := ctx.Self(), ctx.ActorSystem().Root, x.reg.store, x.agentID
+	x.reg.workers.Go(func() {
+		start := time.Now()
+		rec, err := store.Load(agentID)
+		x.io.Done()
+		root.Send(self, &recovered{rec: rec, err: err, start: start})
+	})
+}
+
+// rebuild rebuilds the agent from what Load returned.
+func (x *agentActor) rebuild(rec persist.Recovered, err error, start time.Time) {
 	if err == nil {
 		x.agent, err = restore(rec)
 	}
@@ -180,11 +211,11 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		x.respond(q, ErrExpired)
 		return
 	}
-	if x.recoverErr != nil && x.reg.cfg.Now().Sub(x.recoverAt) >= recoveryRetry {
+	if x.recoverErr != nil && !x.recovering && x.reg.cfg.Now().Sub(x.recoverAt) >= recoveryRetry {
 		// The failure may have passed (a cluster's store between leaders):
 		// an agent answered by requests that keep coming never idles out
-		// to be recovered afresh.
-		x.recover()
+		// to be recovered afresh. This request still gets the failure.
+		x.retryRecovery(ctx)
 	}
 	switch {
 	case x.recoverErr != nil:

@@ -122,11 +122,15 @@ func (s *Store) restore(index []persist.KV) error {
 		}
 		claims = append(claims, c)
 	}
-	err := s.settle(claims, rest)
-	if errors.Is(err, persist.ErrExists) {
-		return nil // a claim taken over meanwhile: the key is another write's
+	if err := s.dir.Put(rest...); err != nil {
+		return err
 	}
-	return err
+	for _, c := range claims {
+		if err := s.dir.Confirm(c); err != nil && !errors.Is(err, persist.ErrExists) {
+			return err // (taken over meanwhile: the key is another write's)
+		}
+	}
+	return nil
 }
 
 // Get implements persist.Store.
