@@ -72,6 +72,14 @@ func createRetrying(t *testing.T, hc *http.Client, url, body string) string {
 	}
 }
 
+// keyedRun is a run made by a keyed request: the request, and the 201 that
+// answered it.
+type keyedRun struct {
+	agent, run string
+	write      keyedWrite
+	answer     keyedAnswer
+}
+
 // getRetrying GETs url as a client would, retrying 503 (a handover) for
 // up to a minute.
 func getRetrying(hc *http.Client, url string) (int, []byte, error) {
@@ -318,7 +326,7 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	// its retries (the claim window is 4s here).
 	var (
 		extMu  sync.Mutex
-		extRun = map[string]target{} // external id → the run its 201 named
+		extRun = map[string]keyedRun{} // external id → its request and the 201 that answered it
 	)
 	for w := range 2 {
 		wg.Add(1)
@@ -343,7 +351,7 @@ func clusterUnderFault(t *testing.T, pause bool) {
 							t.Errorf("external id %s: 201 without a run id: %s", id, a.body)
 						}
 						extMu.Lock()
-						extRun[id] = target{tg.agent, m.ID}
+						extRun[id] = keyedRun{tg.agent, m.ID, write, a}
 						extMu.Unlock()
 						break
 					}
@@ -529,13 +537,23 @@ func clusterUnderFault(t *testing.T, pause bool) {
 					t.Errorf("%s: n%d: run %s lacks %d of its %d acknowledged reports and feedback", label, i, tg.run, missing, len(evidence[tg.run]))
 				}
 			}
-			// Every run made with an external id is found by it.
-			for ext, tg := range extRun {
-				path := "/api/v1/agents/" + tg.agent + "/runs/external_id:" + ext
+			// Every run made with an external id is found by it, and its
+			// request sent again is answered from its Idempotency-Key
+			// record: the same answer, byte for byte.
+			for ext, kr := range extRun {
+				path := "/api/v1/agents/" + kr.agent + "/runs/external_id:" + ext
 				status, body, err := getRetrying(hc, nodes[i].base+path)
 				var m struct{ ID string }
-				if err != nil || status != 200 || json.Unmarshal(body, &m) != nil || m.ID != tg.run {
-					t.Errorf("%s: n%d: run by external id %s: %d %s %v; want run %s", label, i, ext, status, body, err, tg.run)
+				if err != nil || status != 200 || json.Unmarshal(body, &m) != nil || m.ID != kr.run {
+					t.Errorf("%s: n%d: run by external id %s: %d %s %v; want run %s", label, i, ext, status, body, err, kr.run)
+				}
+				again, err := postKeyed(hc, nodes[i].base, kr.write)
+				for began := time.Now(); err == nil && again.status == 503 && time.Since(began) < time.Minute; {
+					time.Sleep(500 * time.Millisecond)
+					again, err = postKeyed(hc, nodes[i].base, kr.write)
+				}
+				if diff := sameKeyed(kr.answer, again); err != nil || diff != "" {
+					t.Errorf("%s: n%d: the keyed request of external id %s sent again: %s %v", label, i, ext, diff, err)
 				}
 			}
 		}
