@@ -428,11 +428,11 @@ func TestJudgedRewardsAreJudgedByTheNodeServingTheirTask(t *testing.T) {
 }
 
 // A keyed write whose batch the log took but whose Idempotency-Key record
-// never reached the directory (here the directory stream is full when the
-// record's turn comes; a node crashing between the two is the same) is
-// answered 503, and its retry replays the first answer instead of writing
-// again: loading the agent writes the record of its last logged batch,
-// and a keyed write loads its agent before it looks its key up.
+// was never confirmed in the directory (here the directory stream is full
+// once the record's claim is in; a node crashing between the two is the
+// same) is answered 503, and its retry replays the first answer instead of
+// writing again: loading the agent restores the index of its last logged
+// batch, and a keyed write loads its agent before it looks its key up.
 func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T) {
 	node := startCluster(t, 3)[0]
 	c := newClient(t, node, adminKey)
@@ -450,8 +450,10 @@ func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Room for one more directory write: the record's claim, made before
+	// the log append; the rest of the index, after it, finds no room.
 	full, open := info.Config, info.Config
-	full.MaxMsgs, open.MaxMsgs = int64(info.State.Msgs), -1
+	full.MaxMsgs, open.MaxMsgs = int64(info.State.Msgs)+1, -1
 	if _, err := node.cluster.js.UpdateStream(ctx, full); err != nil {
 		t.Fatal(err)
 	}

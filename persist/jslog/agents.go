@@ -1,6 +1,7 @@
 package jslog
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -50,6 +51,7 @@ type AgentsConfig struct {
 // (Own) and takes it back when the node loses it (Disown).
 type Agents struct {
 	cfg AgentsConfig
+	js  jetstream.JetStream
 	obj jetstream.ObjectStore
 	enc *zstd.Encoder
 	dec *zstd.Decoder
@@ -102,7 +104,7 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Agents{cfg: cfg, obj: obj, enc: enc, dec: dec, logs: map[int]*Log{}, kept: map[string]*agentLog{}}, nil
+	return &Agents{cfg: cfg, js: js, obj: obj, enc: enc, dec: dec, logs: map[int]*Log{}, kept: map[string]*agentLog{}}, nil
 }
 
 // Own hands Agents partition p's fenced log.
@@ -186,10 +188,9 @@ func (a *Agents) Load(agent string) (persist.Recovered, error) {
 	return r, err
 }
 
-// load is Load, with the index entries of the last batch it read (see
-// Store.Load).
-func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
-	fail := func(err error) (persist.Recovered, []persist.KV, error) { return persist.Recovered{}, nil, err }
+// load is Load, with the last batch it read, if any (see Store.Load).
+func (a *Agents) load(agent string) (persist.Recovered, *Stored, error) {
+	fail := func(err error) (persist.Recovered, *Stored, error) { return persist.Recovered{}, nil, err }
 	l, err := a.log(agent)
 	if err != nil {
 		return fail(err)
@@ -216,9 +217,9 @@ func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
 	}
 	k := &agentLog{object: object, snapSeq: r.SnapshotSeq}
 	r.LastSeq = r.SnapshotSeq
-	var index []persist.KV
-	for _, s := range stored {
-		index = s.Index
+	var lastBatch *Stored
+	for i, s := range stored {
+		lastBatch = &stored[i]
 		last := s.First + uint64(len(s.Events)) - 1
 		k.batches = append(k.batches, batchPos{stream: s.Seq, last: last})
 		if last <= r.LastSeq {
@@ -234,7 +235,44 @@ func (a *Agents) load(agent string) (persist.Recovered, []persist.KV, error) {
 	a.mu.Lock()
 	a.kept[agent] = k
 	a.mu.Unlock()
-	return r, index, nil
+	return r, lastBatch, nil
+}
+
+// logged reports whether agent's last logged batch is the one that starts
+// at first and holds entry in its index, and returns it: whether the write
+// that claimed entry's key for that batch reached the log. Any node can
+// tell, owner of the agent's partition or not.
+func (a *Agents) logged(agent string, first uint64, entry persist.KV) (Stored, bool, error) {
+	if !ValidAgent(agent) {
+		return Stored{}, false, fmt.Errorf("%w: agent %q", persist.ErrInvalid, agent)
+	}
+	ctx, cancel := a.ctx()
+	defer cancel()
+	p := a.cfg.Partition(agent)
+	st, err := a.js.Stream(ctx, StreamName(p))
+	if err != nil {
+		return Stored{}, false, fmt.Errorf("jslog: partition %d: %w", p, err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, subjectPrefix(p)+agent)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return Stored{}, false, nil
+	case err != nil:
+		return Stored{}, false, fmt.Errorf("jslog: partition %d agent %s: %w", p, agent, err)
+	}
+	b, err := decodeBatch(agent, m.Data)
+	if err != nil {
+		return Stored{}, false, fmt.Errorf("agent %s: stream sequence %d: %w", agent, m.Sequence, err)
+	}
+	if b.First != first {
+		return Stored{}, false, nil
+	}
+	for _, kv := range b.Index {
+		if bytes.Equal(kv.Key, entry.Key) && bytes.Equal(kv.Value, entry.Value) {
+			return Stored{Batch: b, Seq: m.Sequence}, true, nil
+		}
+	}
+	return Stored{}, false, nil
 }
 
 // SaveSnapshot stores state as agent's snapshot covering events ≤ seq and

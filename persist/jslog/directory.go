@@ -228,64 +228,122 @@ func (d *Directory) publish(subject string, op dirOp, opts ...jetstream.PublishO
 // A Claim holds a unique key for a write that has not landed yet. No read
 // sees the key until Confirm. A claim left unconfirmed past its window
 // (its writer crashed, or its write failed after the claim) may be taken
-// over by another, so a key is never held for good by a write that never
-// happened; a claim taken over cannot be confirmed.
+// over by another, unless its write did land (see StaleClaim), so a key is
+// never held for good by a write that never happened; a claim taken over
+// cannot be confirmed.
 type Claim struct {
 	kv      persist.KV
 	subject string
 	seq     uint64 // the claim's stream sequence
 }
 
-// Claim claims kv's key for kv, the key's first write, unless another write
-// holds it: confirmed, or claimed within its window, on any node (an
-// unconfirmed claim of this very entry does not hold it). Then it returns
-// ErrExists and writes nothing. A claim whose answer was lost may have
-// landed: the key is then held until its window passes.
-func (d *Directory) Claim(kv persist.KV) (Claim, error) {
+// A Claimer is the agent batch a claim is made for: its agent and the
+// sequence of its first event; zero for a write of no agent's batch.
+type Claimer struct {
+	Agent string
+	First uint64
+}
+
+// StaleClaim is Claim's answer for a key held by an unconfirmed claim past
+// its window that an agent's batch made: whether that batch reached its
+// log, where the directory cannot see, decides between TakeOver and
+// restoring that batch's index (Store.claimKey).
+type StaleClaim struct {
+	Claimer // the batch that made it
+	Entry   persist.KV
+	seq     uint64 // its stream sequence
+}
+
+func (e *StaleClaim) Error() string {
+	return fmt.Sprintf("jslog: directory key %q: claimed, unconfirmed, by agent %s's batch at %d", e.Entry.Key, e.Agent, e.First)
+}
+
+// Claim claims kv's key for kv, made by by's batch, unless another write
+// holds it: confirmed (and not deleted since), or claimed within its
+// window, on any node (an unconfirmed claim of this very entry does not
+// hold it).
+// Then it returns ErrExists and writes nothing. A key held by an agent
+// batch's claim past its window is *StaleClaim. A claim whose answer was
+// lost may have landed: the key is then held until its window passes.
+func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
 		return Claim{}, fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
 	}
 	kv.Unique = false
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	subject := claimSubject(kv.Key)
-	taken := fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
-	// after is the subject's last sequence as this claim found it: 0 for a
-	// first write, or an unconfirmed claim past its window.
-	for after := uint64(0); ; {
-		op := dirOp{claim: &claimed{kv: kv, until: d.now().Add(d.window)}}
-		ack, err := d.js.Publish(ctx, subject, encodeDirOp(op),
-			jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
-		switch {
-		case err == nil:
-			return Claim{kv: kv, subject: subject, seq: ack.Sequence}, nil
-		case !jserr.WrongLastSequence(err):
-			return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
-		case after != 0:
-			return Claim{}, taken // another claim or confirmation came first
-		}
-		last, err := d.stream.GetLastMsgForSubject(ctx, subject)
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			// The write that holds the key is on its way: a replicated
-			// stream's leader checks claims against writes it has not
-			// stored yet.
-			return Claim{}, taken
-		case err != nil:
-			return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
-		}
-		held, err := decodeDirOp(last.Data)
-		if err != nil {
-			return Claim{}, fmt.Errorf("jslog: directory claim %d: %w", last.Sequence, err)
-		}
-		// An unconfirmed claim of the same entry is the same write (its
-		// retry, or its recovery from the log): no need to wait it out.
-		same := held.claim != nil && bytes.Equal(held.claim.kv.Value, kv.Value)
-		if held.claim == nil || !same && d.now().Before(held.claim.until) {
-			return Claim{}, taken
-		}
-		after = last.Sequence
+	c, err := d.claimAfter(ctx, kv, by, 0)
+	if !jserr.WrongLastSequence(err) {
+		return c, err
 	}
+	taken := fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+	last, err := d.stream.GetLastMsgForSubject(ctx, c.subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		// The write that holds the key is on its way: a replicated
+		// stream's leader checks claims against writes it has not stored
+		// yet.
+		return Claim{}, taken
+	case err != nil:
+		return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
+	}
+	held, err := decodeDirOp(last.Data)
+	if err != nil {
+		return Claim{}, fmt.Errorf("jslog: directory claim %d: %w", last.Sequence, err)
+	}
+	h := held.claim
+	if h == nil {
+		// Confirmed. It holds the key while the directory does: a key
+		// deleted since (an Idempotency-Key record past its time) is free.
+		if err := d.CatchUp(); err != nil {
+			return Claim{}, err
+		}
+		if _, err := d.local.Get(kv.Key); !errors.Is(err, persist.ErrNotFound) {
+			return Claim{}, taken
+		}
+		return d.TakeOver(kv, by, last.Sequence)
+	}
+	switch {
+	case d.now().Before(h.until) && !bytes.Equal(h.kv.Value, kv.Value):
+		return Claim{}, taken
+	case h.by.Agent != "" && !bytes.Equal(h.kv.Value, kv.Value):
+		return Claim{}, &StaleClaim{Claimer: h.by, Entry: h.kv, seq: last.Sequence}
+	}
+	// Past its window, or a claim of this very entry (its retry, or its
+	// recovery from the log): no need to wait it out.
+	return d.TakeOver(kv, by, last.Sequence)
+}
+
+// TakeOver claims kv's key for kv in place of the unconfirmed claim at
+// stream sequence seq (a StaleClaim's, or one Claim found past its
+// window): ErrExists if anything was written there since.
+func (d *Directory) TakeOver(kv persist.KV, by Claimer, seq uint64) (Claim, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	kv.Unique = false
+	c, err := d.claimAfter(ctx, kv, by, seq)
+	if jserr.WrongLastSequence(err) {
+		return Claim{}, fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+	}
+	return c, err
+}
+
+// claimAfter publishes a claim of kv's key expecting the last write on its
+// subject at stream sequence after (0: none). A refusal is returned as
+// JetStream gave it, with the claim's subject.
+func (d *Directory) claimAfter(ctx context.Context, kv persist.KV, by Claimer, after uint64) (Claim, error) {
+	c := Claim{kv: kv, subject: claimSubject(kv.Key)}
+	op := dirOp{claim: &claimed{kv: kv, by: by, until: d.now().Add(d.window)}}
+	ack, err := d.js.Publish(ctx, c.subject, encodeDirOp(op),
+		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
+	switch {
+	case err == nil:
+		c.seq = ack.Sequence
+		return c, nil
+	case jserr.WrongLastSequence(err):
+		return c, err
+	}
+	return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
 }
 
 // Confirm makes c's write, which has landed, what the key holds: it
@@ -388,10 +446,11 @@ type dirOp struct {
 	claim      *claimed
 }
 
-// claimed is an unconfirmed claim: the write it holds its key for, and the
-// end of its window.
+// claimed is an unconfirmed claim: the write it holds its key for, the
+// batch that made it, and the end of its window.
 type claimed struct {
 	kv    persist.KV
+	by    Claimer
 	until time.Time
 }
 
@@ -403,14 +462,16 @@ const (
 
 // encodeDirOp: op(1), then for a put a count and {len key, has(1), [len
 // value]}*, for a delete range {len start, len end}, for a claim {len key,
-// len value, uvarint Unix nanoseconds of its window's end}; then CRC32C (4
-// bytes big-endian) of all before it.
+// len value, len agent, uvarint first, uvarint Unix nanoseconds of its
+// window's end}; then CRC32C (4 bytes big-endian) of all before it.
 func encodeDirOp(op dirOp) []byte {
 	var out []byte
 	if op.claim != nil {
 		out = append(out, dirClaim)
 		out = appendBytes(out, op.claim.kv.Key)
 		out = appendBytes(out, op.claim.kv.Value)
+		out = appendBytes(out, []byte(op.claim.by.Agent))
+		out = binary.AppendUvarint(out, op.claim.by.First)
 		out = binary.AppendUvarint(out, uint64(op.claim.until.UnixNano()))
 	} else if op.end != nil {
 		out = append(out, dirDeleteRange)
@@ -442,7 +503,8 @@ func decodeDirOp(data []byte) (dirOp, error) {
 		op.start, op.end = r.bytes(), r.bytes() // non-nil unless r.err is set
 	case dirClaim:
 		kv := persist.KV{Key: r.bytes(), Value: r.bytes()}
-		op.claim = &claimed{kv: kv, until: time.Unix(0, int64(r.uvarint()))}
+		by := Claimer{Agent: string(r.bytes()), First: r.uvarint()}
+		op.claim = &claimed{kv: kv, by: by, until: time.Unix(0, int64(r.uvarint()))}
 	default:
 		return bad(fmt.Sprintf("op %d", body[0]))
 	}

@@ -283,7 +283,7 @@ func TestAUniqueKeyClaimedOnSeveralNodesAtOnceGoesToOne(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				claims[n], errs[n] = d.Claim(persist.KV{Key: key, Value: []byte(fmt.Sprint("agt_", n)), Unique: true})
+				claims[n], errs[n] = d.Claim(persist.KV{Key: key, Value: []byte(fmt.Sprint("agt_", n)), Unique: true}, Claimer{})
 			}()
 		}
 		wg.Wait()
@@ -359,7 +359,7 @@ func TestADirectoryFromBeforeClaimsTakesThem(t *testing.T) {
 	}
 	d, local := dirNode(t, js, t.TempDir())
 	defer func() { d.Close(); _ = local.Close() }()
-	c, err := d.Claim(persist.KV{Key: []byte("agentext/default/x"), Value: []byte("agt_1")})
+	c, err := d.Claim(persist.KV{Key: []byte("agentext/default/x"), Value: []byte("agt_1")}, Claimer{})
 	if err == nil {
 		err = d.Confirm(c)
 	}
@@ -382,7 +382,7 @@ func TestAClaimThatCannotBeAKeysFirstWriteIsRefused(t *testing.T) {
 		"a deletion":           {Key: []byte("agentext/default/x")},
 		"the mirror's own key": {Key: append(bytes.Clone(reservedPrefix), 'k'), Value: []byte("v")},
 	} {
-		if _, err := d.Claim(kv); !errors.Is(err, persist.ErrInvalid) {
+		if _, err := d.Claim(kv, Claimer{}); !errors.Is(err, persist.ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -471,12 +471,12 @@ func TestAClaimTakenOverCannotBeConfirmed(t *testing.T) {
 	}
 	defer d.Close()
 	key := []byte("agentext/default/x")
-	slow, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")})
+	slow, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")}, Claimer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.advance(61 * time.Second)
-	next, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_2")})
+	next, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_2")}, Claimer{})
 	if err != nil {
 		t.Fatalf("a claim past the first one's window: %v", err)
 	}
@@ -512,7 +512,7 @@ func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.advance(24 * time.Hour)
-	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("run_new")}); !errors.Is(err, persist.ErrExists) {
+	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("run_new")}, Claimer{}); !errors.Is(err, persist.ErrExists) {
 		t.Fatalf("a claim of a key an old-style claim holds: %v, want ErrExists", err)
 	}
 	if v, err := d.Get(key); err != nil || string(v) != "run_old" {
@@ -523,8 +523,9 @@ func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
 // A batch the log took whose index never reached the directory (its node
 // crashed after the log append, or the log's acknowledgement was lost)
 // gets it when its agent is loaded, on any node: its entries written and
-// its claims confirmed without waiting for the window; a unique key
-// another write took meanwhile stays its.
+// its claims confirmed without waiting for the window. Past the window,
+// another batch's claim of one of its keys finds it in the log and
+// restores it rather than take the key.
 func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
@@ -548,7 +549,7 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	logged := func(agent, run, ext string) {
 		t.Helper()
 		id := persist.KV{Key: []byte("runext/default/" + ext), Value: []byte(run), Unique: true}
-		if _, err := crashed.dir.Claim(id); err != nil {
+		if _, err := crashed.dir.Claim(id, Claimer{Agent: agent, First: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if err := crashed.agents.Append(persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")},
@@ -562,13 +563,24 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	if _, err := crashed.Get([]byte("runext/default/order-1")); !errors.Is(err, persist.ErrNotFound) {
 		t.Fatalf("an unconfirmed claim is read: %v, want not found", err)
 	}
-	// order-2's window passes and another write takes it before agt_b loads.
+	// Past the window, another batch claims order-2 before agt_b loads
+	// (a retry of a keyed write that names no agent makes a new one): the
+	// logged batch keeps it, and its index is restored then and there,
+	// its Idempotency-Key record among it, which the retry then replays.
 	c.advance(2 * time.Minute)
-	if err := crashed.Put(persist.KV{Key: []byte("runext/default/order-2"), Value: []byte("run_9"), Unique: true}); err != nil {
-		t.Fatalf("a claim past order-2's window: %v", err)
+	err := crashed.Append(persist.Batch{Agent: "agt_c", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: []persist.KV{{Key: []byte("runext/default/order-2"), Value: []byte("run_9"), Unique: true}}})
+	if !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("another batch's claim of a logged batch's id past its window: %v, want ErrExists", err)
+	}
+	if v, err := crashed.Get([]byte("idem/r/default/order-2")); err != nil || string(v) != "201 run_2" {
+		t.Fatalf("the logged batch's record after the refused claim: %q, %v; want 201 run_2", v, err)
+	}
+	if r, err := crashed.Load("agt_c"); err != nil || len(r.Tail) != 0 {
+		t.Fatalf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
 	}
 	owner := store(2) // the next owner, which loads the agents from the log
-	for agent, want := range map[string]string{"agt_a": "run_1", "agt_b": "run_9"} {
+	for agent, want := range map[string]string{"agt_a": "run_1", "agt_b": "run_2"} {
 		if r, err := owner.Load(agent); err != nil || len(r.Tail) != 1 {
 			t.Fatalf("load %s: %d events, %v", agent, len(r.Tail), err)
 		}
@@ -580,5 +592,36 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A confirmed key deleted since (an Idempotency-Key record past its time)
+// may be claimed again; one still held may not.
+func TestADeletedKeyCanBeClaimedAgain(t *testing.T) {
+	js := startJetStream(t)
+	d, local := dirNode(t, js, t.TempDir())
+	defer func() { d.Close(); _ = local.Close() }()
+	key := []byte("idem/r/default/scope/key-1")
+	claim := func(value string) error {
+		c, err := d.Claim(persist.KV{Key: key, Value: []byte(value)}, Claimer{})
+		if err == nil {
+			err = d.Confirm(c)
+		}
+		return err
+	}
+	if err := claim("first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim("second"); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a claim of a held key: %v, want ErrExists", err)
+	}
+	if err := d.Put(persist.KV{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim("second"); err != nil {
+		t.Fatalf("a claim of the key once deleted: %v", err)
+	}
+	if v, err := d.Get(key); err != nil || string(v) != "second" {
+		t.Fatalf("%s: %q, %v; want second", key, v, err)
 	}
 }

@@ -49,7 +49,7 @@ func (s *Store) Append(b persist.Batch) error {
 		if err := validBatch(b); err != nil {
 			return err
 		}
-		claims, rest, err := s.claim(b.Index)
+		claims, rest, err := s.claim(b.Index, Claimer{Agent: b.Agent, First: b.First})
 		if err != nil {
 			return fmt.Errorf("agent %s: index: %w", b.Agent, err)
 		}
@@ -79,11 +79,11 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 // holds.
 func (s *Store) Load(agent string) (r persist.Recovered, err error) {
 	err = s.open(func() error {
-		var index []persist.KV
-		if r, index, err = s.agents.load(agent); err != nil {
+		var last *Stored
+		if r, last, err = s.agents.load(agent); err != nil || last == nil {
 			return err
 		}
-		if err := s.restore(index); err != nil {
+		if err := s.restore(last); err != nil {
 			return fmt.Errorf("agent %s: index: %w", agent, err)
 		}
 		return nil
@@ -94,12 +94,12 @@ func (s *Store) Load(agent string) (r persist.Recovered, err error) {
 // restore writes the entries of a logged batch's index that the directory
 // lacks, the unique ones claimed and confirmed (a claim of the very same
 // entry does not wait out its window).
-func (s *Store) restore(index []persist.KV) error {
+func (s *Store) restore(b *Stored) error {
 	var (
 		rest   []persist.KV
 		claims []Claim
 	)
-	for _, kv := range index {
+	for _, kv := range b.Index {
 		if kv.Value == nil {
 			continue // a deletion: applying it again could undo a later write
 		}
@@ -113,7 +113,7 @@ func (s *Store) restore(index []persist.KV) error {
 			rest = append(rest, kv)
 			continue
 		}
-		c, err := s.dir.Claim(kv)
+		c, err := s.claimKey(kv, Claimer{Agent: b.Agent, First: b.First})
 		switch {
 		case errors.Is(err, persist.ErrExists):
 			continue // another write took it
@@ -143,7 +143,7 @@ func (s *Store) Get(key []byte) (v []byte, err error) {
 // confirmed last, as in Append.
 func (s *Store) Put(kvs ...persist.KV) error {
 	return s.open(func() error {
-		claims, rest, err := s.claim(kvs)
+		claims, rest, err := s.claim(kvs, Claimer{})
 		if err != nil {
 			return err
 		}
@@ -151,9 +151,10 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	})
 }
 
-// claim claims the unique keys of kvs, in order, and returns the claims
-// and the other entries: a key another write holds is ErrExists.
-func (s *Store) claim(kvs []persist.KV) ([]Claim, []persist.KV, error) {
+// claim claims the unique keys of kvs for by's batch, in order, and
+// returns the claims and the other entries: a key another write holds is
+// ErrExists.
+func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, error) {
 	var (
 		rest   []persist.KV
 		claims []Claim
@@ -163,13 +164,36 @@ func (s *Store) claim(kvs []persist.KV) ([]Claim, []persist.KV, error) {
 			rest = append(rest, kv)
 			continue
 		}
-		c, err := s.dir.Claim(kv)
+		c, err := s.claimKey(kv, by)
 		if err != nil {
 			return nil, nil, err
 		}
 		claims = append(claims, c)
 	}
 	return claims, rest, nil
+}
+
+// claimKey claims kv's key for by's batch. A key held by another batch's
+// claim past its window goes to that batch if it reached its log (its
+// node stopped before confirming: its index is restored, and the key is
+// taken), and is taken over if it did not.
+func (s *Store) claimKey(kv persist.KV, by Claimer) (Claim, error) {
+	c, err := s.dir.Claim(kv, by)
+	var stale *StaleClaim
+	if !errors.As(err, &stale) {
+		return c, err
+	}
+	logged, ok, err := s.agents.logged(stale.Agent, stale.First, stale.Entry)
+	switch {
+	case err != nil:
+		return Claim{}, err
+	case !ok:
+		return s.dir.TakeOver(kv, by, stale.seq)
+	}
+	if err := s.restore(&logged); err != nil {
+		return Claim{}, err
+	}
+	return Claim{}, fmt.Errorf("jslog: directory key %q: agent %s's logged batch holds it: %w", kv.Key, stale.Agent, persist.ErrExists)
 }
 
 // settle writes rest, then confirms claims: a reader that finds a

@@ -116,8 +116,11 @@ func (k *Keeper) Begin(ws, scope, key string, body []byte) (*Record, *Reservatio
 	// in between is seen rather than run again.
 	stored, err := k.store.Get(res.key)
 	if err == nil && k.expired(stored) {
-		// Not swept yet (sweeps go a bucket at a time), but past the TTL.
-		err = persist.ErrNotFound
+		// Not swept yet (sweeps go a bucket at a time), but past the TTL:
+		// deleted now, so the key is free for this request's record.
+		if err = k.store.Put(persist.KV{Key: res.key}); err == nil {
+			err = persist.ErrNotFound
+		}
 	}
 	switch {
 	case err == nil:
@@ -154,7 +157,10 @@ func (k *Keeper) expired(stored []byte) bool {
 func (k *Keeper) Records(res *Reservation, rec Record) []persist.KV {
 	rec.bodyHash, rec.at = res.bodyHash, k.now()
 	return []persist.KV{
-		{Key: res.key, Value: encodeRecord(rec)},
+		// Unique: a cluster claims the key before the write and confirms it
+		// after, so a retry never finds the key free while a write it
+		// would repeat may have landed (jslog.Store).
+		{Key: res.key, Value: encodeRecord(rec), Unique: true},
 		{Key: indexKey(rec.at, res.key), Value: []byte{}},
 	}
 }

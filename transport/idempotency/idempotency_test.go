@@ -224,6 +224,11 @@ func TestRecordPastTheTTLIsNotReplayed(t *testing.T) {
 	if rec, res, err := k.Begin("default", "POST /x", "key-1", body); rec != nil || res == nil || err != nil {
 		t.Fatalf("past the TTL, not swept: %+v, %v, %v; want the key reserved anew", rec, res, err)
 	}
+	// Deleted, so that the new record is the key's first write again (a
+	// cluster claims records as unique keys).
+	if v, err := k.store.Get(recordKey("default", "POST /x", "key-1")); !errors.Is(err, persist.ErrNotFound) {
+		t.Fatalf("the record past the TTL after Begin: %q, %v; want it deleted", v, err)
+	}
 }
 
 // TestSweepWithNothingExpiredScansOnce: a sweep with no records, or none
