@@ -92,20 +92,7 @@ func getRetrying(hc *http.Client, url string) (int, []byte, error) {
 }
 
 // getOnce GETs url with the admin key.
-func getOnce(hc *http.Client, url string) (int, []byte, error) {
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+killTestKey)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
-}
+func getOnce(hc *http.Client, url string) (int, []byte, error) { return rawRequest(hc, "GET", url, "") }
 
 // launch runs `plaudit serve` with flags on free ports without waiting.
 func launch(t *testing.T, bin, data, name string, flags ...string) *plaudit {

@@ -254,11 +254,19 @@ func freeAddr(t *testing.T) string {
 }
 
 func post(hc *http.Client, url, body string) (int, []byte, error) {
-	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	return rawRequest(hc, "POST", url, body)
+}
+
+// rawRequest sends one request with the admin key (and body, as JSON, unless
+// empty) and returns the answer's status and body.
+func rawRequest(hc *http.Client, method, url, body string) (int, []byte, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", "Bearer "+killTestKey)
 	resp, err := hc.Do(req)
 	if err != nil {

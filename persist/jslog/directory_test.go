@@ -388,6 +388,23 @@ func TestAClaimThatCannotBeAKeysFirstWriteIsRefused(t *testing.T) {
 	}
 }
 
+// clockedStore is a node's Store whose claims, of a minute's window, run
+// on c, its agents' logs fenced at epoch.
+func clockedStore(t *testing.T, js jetstream.JetStream, c *clock, epoch uint64) *Store {
+	t.Helper()
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(node(t, js, epoch), dir, local)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // clock is a test's clock for claims, moved on by hand.
 type clock struct{ ahead atomic.Int64 }
 
@@ -403,19 +420,7 @@ func (c *clock) advance(by time.Duration) { c.ahead.Add(int64(by)) }
 func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
-	store := func(epoch uint64) *Store {
-		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewStore(node(t, js, epoch), dir, local)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	store := func(epoch uint64) *Store { return clockedStore(t, js, &c, epoch) }
 	batch := func(agent, run string) persist.Batch {
 		return persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
 			{Key: []byte("run/" + run), Value: []byte(agent)},
@@ -529,19 +534,7 @@ func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
 func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
-	store := func(epoch uint64) *Store {
-		local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewStore(node(t, js, epoch), dir, local)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	store := func(epoch uint64) *Store { return clockedStore(t, js, &c, epoch) }
 	crashed := store(1)
 	// What Append does up to a crash right after the log took the batches:
 	// the claims, and the batch (its index entries with it, among them an
