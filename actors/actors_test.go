@@ -915,3 +915,38 @@ func TestAFailedRecoveryIsTriedAgain(t *testing.T) {
 		t.Fatalf("%d loads after the retry, want 2", n)
 	}
 }
+
+// A batch no request waits for (selections answered early), sent on by the
+// I/O goroutine whose append just landed, goes to another goroutine like
+// any batch: a selection made while it waits on the disk is answered at
+// once, not after it.
+func TestASelectionIsAnsweredWhileABatchNoOneWaitsForIsOnTheDisk(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, nil)
+	info, _ := createAgentWithRun(t, r)
+	g.hold()
+	defer g.release()
+	// The first selection's batch goes out and waits at the gate; the
+	// second's queues behind it.
+	if _, err := createRun(r, info, engine.CreateRun{}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	if _, err := createRun(r, info, engine.CreateRun{}); err != nil {
+		t.Fatal(err)
+	}
+	// The first lands; the goroutine that appended it sends the second on,
+	// which now waits at the gate.
+	g.pass()
+	<-g.entered
+	done := make(chan error, 1)
+	go func() { _, err := createRun(r, info, engine.CreateRun{}); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a selection waited for an append it has no part in")
+	}
+}
