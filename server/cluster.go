@@ -38,8 +38,9 @@ type ClusterConfig struct {
 	// directory: when zero, min(3, len(Routes)), or on an external NATS
 	// min(3, the servers it lists and advertises).
 	Replicas int
-	// ClaimWindow is how long this node's claim of an external id holds
-	// it unconfirmed (jslog.DirectoryConfig; zero: a minute).
+	// ClaimWindow is how long this node's claim of a unique key (an
+	// external id, an Idempotency-Key record) holds it unconfirmed
+	// (jslog.DirectoryConfig; zero: a minute).
 	ClaimWindow time.Duration
 	// JoinTimeout bounds the wait for the cluster's JetStream at start
 	// (2m): a node of three waits for a second one to start.

@@ -52,7 +52,7 @@ type serveCmd struct {
 	Partitions        int           `name:"partitions" default:"0" env:"PLAUDIT_PARTITIONS" help:"Partitions of a new cluster (0: 64); a node joining takes the cluster's."`
 	LeaseTTL          time.Duration `name:"lease-ttl" default:"0s" env:"PLAUDIT_LEASE_TTL" help:"How long a stopped node's partitions wait before another node takes them, for a new cluster (0: 6s)."`
 	Replicas          int           `name:"replicas" default:"0" env:"PLAUDIT_REPLICAS" help:"Copies JetStream keeps of the cluster's log, leases and directory (0: 3, or fewer NATS servers)."`
-	ClaimWindow       time.Duration `name:"claim-window" default:"0s" env:"PLAUDIT_CLAIM_WINDOW" help:"How long an external id claimed by a write that then failed stays taken (0: 1m); the nodes' clocks must agree to well within it."`
+	ClaimWindow       time.Duration `name:"claim-window" default:"0s" env:"PLAUDIT_CLAIM_WINDOW" help:"How long a unique key (an external id, an Idempotency-Key record) claimed by a write that then failed stays taken (0: 1m); the nodes' clocks must agree to well within it."`
 }
 
 // config is the server.Config the flags describe, without a logger.
