@@ -261,10 +261,9 @@ func (e *StaleClaim) Error() string {
 // Claim claims kv's key for kv, made by by's batch, unless another write
 // holds it: confirmed (and not deleted since), or claimed within its
 // window, on any node (an unconfirmed claim of this very entry does not
-// hold it).
-// Then it returns ErrExists and writes nothing. A key held by an agent
-// batch's claim past its window is *StaleClaim. A claim whose answer was
-// lost may have landed: the key is then held until its window passes.
+// hold it). Then it returns ErrExists and writes nothing. A key held by an
+// agent batch's claim past its window is *StaleClaim. A claim whose answer
+// was lost may have landed: the key is then held until its window passes.
 func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
 		return Claim{}, fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
