@@ -618,3 +618,26 @@ func TestADeletedKeyCanBeClaimedAgain(t *testing.T) {
 		t.Fatalf("%s: %q, %v; want second", key, v, err)
 	}
 }
+
+// A stale claim's batch is found in the log only by the claimed entry
+// itself: a batch at the claim's place that holds the same value under
+// another key, or the same key with another value, is another write.
+func TestAStaleClaimIsMatchedToItsBatchByItsEntry(t *testing.T) {
+	js := startJetStream(t)
+	a := node(t, js, 1)
+	id := persist.KV{Key: []byte("agentext/default/acme"), Value: []byte("agt_x"), Unique: true}
+	for agent, kv := range map[string]persist.KV{
+		"agt_a": {Key: []byte("agent/default/agt_x"), Value: id.Value}, // the value under another key
+		"agt_b": {Key: id.Key, Value: []byte("agt_other")},             // the key with another value
+		"agt_c": id,                                                    // the entry
+	} {
+		if err := a.Append(persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")},
+			Index: []persist.KV{kv}}); err != nil {
+			t.Fatal(err)
+		}
+		_, ok, err := a.logged(agent, 1, id)
+		if want := agent == "agt_c"; ok != want || err != nil {
+			t.Errorf("%s's batch holding %s → %s: logged %v, %v; want %v", agent, kv.Key, kv.Value, ok, err, want)
+		}
+	}
+}
