@@ -641,3 +641,32 @@ func TestAStaleClaimIsMatchedToItsBatchByItsEntry(t *testing.T) {
 		}
 	}
 }
+
+// Without a ClaimWindow, a claim holds its key for six Timeouts when that
+// is longer than a minute.
+func TestTheDefaultClaimWindowIsSixTimeouts(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = local.Close() }()
+	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{Timeout: 20 * time.Second, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	key := []byte("agentext/default/x")
+	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")}, Claimer{}); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(2*time.Minute - time.Second)
+	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_2")}, Claimer{}); !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a claim a second inside the window of six 20 s timeouts: %v, want ErrExists", err)
+	}
+	c.advance(2 * time.Second)
+	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_2")}, Claimer{}); err != nil {
+		t.Fatalf("a claim a second past that window: %v", err)
+	}
+}
