@@ -405,6 +405,23 @@ func clockedStore(t *testing.T, js jetstream.JetStream, c *clock, epoch uint64) 
 	return s
 }
 
+// clockedDirectory is a node's Directory over its own Pebble store,
+// configured by cfg (its claims' clock among it), closed with the test.
+func clockedDirectory(t *testing.T, js jetstream.JetStream, cfg DirectoryConfig) *Directory {
+	t.Helper()
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDirectory(context.Background(), js, local, cfg)
+	if err != nil {
+		_ = local.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close(); _ = local.Close() })
+	return d
+}
+
 // clock is a test's clock for claims, moved on by hand.
 type clock struct{ ahead atomic.Int64 }
 
@@ -465,16 +482,7 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 func TestAClaimTakenOverCannotBeConfirmed(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
-	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = local.Close() }()
-	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := clockedDirectory(t, js, DirectoryConfig{ClaimWindow: time.Minute, Now: c.now})
 	key := []byte("agentext/default/x")
 	slow, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")}, Claimer{})
 	if err != nil {
@@ -501,16 +509,7 @@ func TestAClaimTakenOverCannotBeConfirmed(t *testing.T) {
 func TestAClaimFromBeforeConfirmationsStillHoldsItsKey(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
-	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = local.Close() }()
-	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := clockedDirectory(t, js, DirectoryConfig{Now: c.now})
 	key := []byte("runext/default/old")
 	if _, err := js.Publish(context.Background(), claimSubject(key),
 		encodeDirOp(dirOp{kvs: []persist.KV{{Key: key, Value: []byte("run_old")}}})); err != nil {
@@ -647,16 +646,7 @@ func TestAStaleClaimIsMatchedToItsBatchByItsEntry(t *testing.T) {
 func TestTheDefaultClaimWindowIsSixTimeouts(t *testing.T) {
 	js := startJetStream(t)
 	var c clock
-	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = local.Close() }()
-	d, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{Timeout: 20 * time.Second, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := clockedDirectory(t, js, DirectoryConfig{Timeout: 20 * time.Second, Now: c.now})
 	key := []byte("agentext/default/x")
 	if _, err := d.Claim(persist.KV{Key: key, Value: []byte("agt_1")}, Claimer{}); err != nil {
 		t.Fatal(err)
