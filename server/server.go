@@ -28,6 +28,7 @@ import (
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/console"
 	"github.com/plaudit/plaudit/transport/httpdoor"
+	"github.com/plaudit/plaudit/transport/idempotency"
 	"github.com/plaudit/plaudit/transport/natsdoor"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
@@ -165,7 +166,8 @@ func (s *Server) start() (err error) {
 		return fmt.Errorf("http: %w", err)
 	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
-		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes}); err != nil {
+		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes,
+		FilterPrefixes: [][]byte{[]byte(idempotency.RecordPrefix)}}); err != nil {
 		return err
 	}
 	// What the tenancy, the actors and the service keep their data in:

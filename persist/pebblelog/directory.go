@@ -17,6 +17,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if s.closed {
 		return nil, persist.ErrClosed
 	}
+	if s.filter != nil && s.filter.absentFor(key) {
+		return nil, persist.ErrNotFound
+	}
 	v, closer, err := s.db.Get(dirKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, persist.ErrNotFound
@@ -46,9 +49,13 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	if len(kvs) == 0 {
 		return nil
 	}
+	if s.filter.coversAny(kvs) {
+		s.filter.gate.RLock()
+		defer s.filter.gate.RUnlock()
+	}
 	batch := s.db.NewBatchWithSize(size)
 	defer batch.Close()
-	if err := addKVs(batch, kvs); err != nil {
+	if err := s.addKVs(batch, kvs); err != nil {
 		return err
 	}
 	if err := s.commit(commitDirectory, batch); err != nil {
@@ -78,17 +85,26 @@ func (s *Store) DeleteRange(start, end []byte) error {
 	return nil
 }
 
-func addKVs(batch *pebble.Batch, kvs []persist.KV) error {
+// addKVs adds kvs to batch, and the keys it sets to the key filter (the
+// caller holds its gate when coversAny).
+func (s *Store) addKVs(batch *pebble.Batch, kvs []persist.KV) error {
+	full := false
 	for _, kv := range kvs {
 		var err error
 		if kv.Value == nil {
 			err = batch.Delete(dirKey(kv.Key), nil)
 		} else {
 			err = batch.Set(dirKey(kv.Key), kv.Value, nil)
+			if s.filter != nil && s.filter.add(kv.Key) {
+				full = true
+			}
 		}
 		if err != nil {
 			return err
 		}
+	}
+	if full {
+		s.startFilterRebuild()
 	}
 	return nil
 }

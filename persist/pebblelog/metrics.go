@@ -83,6 +83,12 @@ var (
 	descCacheHits       = pebbleDesc("block_cache_hits_total", "Block cache hits.")
 	descCacheMisses     = pebbleDesc("block_cache_misses_total", "Block cache misses.")
 	descCacheSize       = pebbleDesc("block_cache_size_bytes", "Bytes in the block cache.")
+
+	descFilterAbsent = prometheus.NewDesc("plaudit_store_key_filter_absent_total",
+		"Gets of a filtered key (Idempotency-Key records) answered by the in-memory key filter without reading Pebble.", nil, nil)
+	descFilterKeys = prometheus.NewDesc("plaudit_store_key_filter_keys",
+		"Keys the in-memory key filter holds, deleted ones included until it is rebuilt.", nil, nil)
+	descFilterBytes = prometheus.NewDesc("plaudit_store_key_filter_bytes", "Memory of the in-memory key filter.", nil, nil)
 )
 
 // fsyncBounds are the bucket bounds, in seconds, kept of Pebble's fsync
@@ -100,6 +106,11 @@ func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descL0Files, descReadAmp, descCacheHits, descCacheMisses, descCacheSize} {
 		ch <- d
 	}
+	if c.s.filter != nil {
+		ch <- descFilterAbsent
+		ch <- descFilterKeys
+		ch <- descFilterBytes
+	}
 }
 
 func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -107,6 +118,15 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	m.commitVec.Collect(ch)
 	m.bytesVec.Collect(ch)
 	m.latency.Collect(ch)
+	if f := c.s.filter; f != nil {
+		ch <- prometheus.MustNewConstMetric(descFilterAbsent, prometheus.CounterValue, float64(f.absent.Load()))
+		var keys, bytes float64
+		if a := f.active.Load(); a != nil {
+			keys, bytes = float64(a.added.Load()), float64(8*len(a.words))
+		}
+		ch <- prometheus.MustNewConstMetric(descFilterKeys, prometheus.GaugeValue, keys)
+		ch <- prometheus.MustNewConstMetric(descFilterBytes, prometheus.GaugeValue, bytes)
+	}
 	pm := c.s.pebbleMetrics()
 	if pm == nil {
 		return

@@ -34,6 +34,14 @@ type Options struct {
 	BallastSize int64
 	// SpaceInterval is how often free space is measured (default 1 s).
 	SpaceInterval time.Duration
+	// FilterPrefixes are directory key prefixes whose keys are also kept
+	// in an in-memory Bloom filter, so that a Get of a key never stored
+	// there is answered without reading Pebble (about 2.5 bytes of memory
+	// a stored key; see keyFilter). For key spaces read mostly for
+	// absence, such as Idempotency-Key records.
+	FilterPrefixes [][]byte
+
+	filterMinKeys int64 // the smallest key filter built (tests make it small)
 }
 
 const (

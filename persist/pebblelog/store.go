@@ -41,6 +41,10 @@ type Store struct {
 	snapSeed maphash.Seed
 
 	metrics *metrics
+	filter  *keyFilter // nil without Options.FilterPrefixes
+	// beforeCommit, when set (by tests, before any write), runs at the
+	// start of every commit.
+	beforeCommit func()
 
 	checkpoints atomic.Uint64 // names Checkpoint's directories
 }
@@ -75,8 +79,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		c.close()
 		return nil, err
 	}
-	return &Store{db: db, dir: dir, fs: fs, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed(),
-		metrics: newMetrics()}, nil
+	s := &Store{db: db, dir: dir, fs: fs, codec: c, space: sp, logger: opts.Logger, snapSeed: maphash.MakeSeed(),
+		metrics: newMetrics(), filter: newKeyFilter(opts)}
+	if s.filter != nil {
+		s.startFilterRebuild()
+	}
+	return s, nil
 }
 
 // commit commits b synced. It refuses the write while the disk is full or
@@ -86,6 +94,9 @@ func Open(dir string, opts Options) (*Store, error) {
 // error of this write and of every later one, so the process and its reads
 // live on, and no caller is told a failed write succeeded.
 func (s *Store) commit(kind commitKind, b *pebble.Batch) (err error) {
+	if s.beforeCommit != nil {
+		s.beforeCommit()
+	}
 	if f := s.failed.Load(); f != nil {
 		return *f
 	}
@@ -144,6 +155,10 @@ func (s *Store) Append(b persist.Batch) error {
 	if s.closed {
 		return persist.ErrClosed
 	}
+	if s.filter.coversAny(b.Index) {
+		s.filter.gate.RLock()
+		defer s.filter.gate.RUnlock()
+	}
 	batch := s.db.NewBatchWithSize(size)
 	defer batch.Close()
 	kl := eventKeyLen(b.Agent)
@@ -165,7 +180,7 @@ func (s *Store) Append(b persist.Batch) error {
 			return err
 		}
 	}
-	if err := addKVs(batch, b.Index); err != nil {
+	if err := s.addKVs(batch, b.Index); err != nil {
 		return err
 	}
 	if err := s.commit(commitAppend, batch); err != nil {

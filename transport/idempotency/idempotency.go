@@ -52,9 +52,12 @@ type Store interface {
 	DeleteRange(start, end []byte) error
 }
 
+// RecordPrefix begins every record's key. A store may keep a filter of the
+// keys under it: nearly every Begin looks up a key never stored.
+const RecordPrefix = "idem/r/"
+
 const (
-	recordPrefix = "idem/r/"
-	indexPrefix  = "idem/x/"
+	indexPrefix = "idem/x/"
 	// bucketWidth is the expiry index's time step. Records live at least
 	// the TTL and at most one width longer.
 	bucketWidth = 10 * time.Minute
@@ -261,7 +264,7 @@ func (k *Keeper) Run(interval time.Duration, stop <-chan struct{}, report func(e
 
 func recordKey(ws, scope, key string) []byte {
 	h := sha256.Sum256([]byte(scope))
-	return []byte(recordPrefix + ws + "/" + hex.EncodeToString(h[:12]) + "/" + key)
+	return []byte(RecordPrefix + ws + "/" + hex.EncodeToString(h[:12]) + "/" + key)
 }
 
 func bucketOf(t time.Time) uint64 { return uint64(t.UnixNano() / int64(bucketWidth)) }
