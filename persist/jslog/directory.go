@@ -48,11 +48,15 @@ var (
 )
 
 // Local is the directory of a node's own store (pebblelog.Store), which the
-// mirror writes and reads are served from.
+// mirror writes and reads are served from. The mirror does not wait for
+// its writes to reach the disk: each carries the mirror's position, so
+// after a crash it goes on from the last one that did, and the stream
+// holds every write durably (one fsync a write on this machine would
+// bound every keyed write of the cluster).
 type Local interface {
 	Get(key []byte) ([]byte, error)
-	Put(kvs ...persist.KV) error
-	DeleteRange(start, end []byte) error
+	PutUnsynced(kvs ...persist.KV) error
+	DeleteRangeUnsynced(start, end []byte) error
 	Scan(prefix []byte, fn func(key, value []byte) error) error
 }
 
@@ -170,13 +174,13 @@ func (d *Directory) apply(m jetstream.Msg) {
 	op, err := decodeDirOp(m.Data())
 	if err == nil {
 		if op.claim != nil {
-			err = d.local.Put(pos) // unconfirmed: nothing to read yet
+			err = d.local.PutUnsynced(pos) // unconfirmed: nothing to read yet
 		} else if op.end != nil {
-			if err = d.local.DeleteRange(op.start, op.end); err == nil {
-				err = d.local.Put(pos)
+			if err = d.local.DeleteRangeUnsynced(op.start, op.end); err == nil {
+				err = d.local.PutUnsynced(pos)
 			}
 		} else {
-			err = d.local.Put(append(op.kvs, pos)...)
+			err = d.local.PutUnsynced(append(op.kvs, pos)...)
 		}
 	}
 	if fn := d.onApply.Load(); err == nil && op.end == nil && op.claim == nil && fn != nil {

@@ -33,7 +33,15 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 }
 
 // Put implements persist.Store.
-func (s *Store) Put(kvs ...persist.KV) error {
+func (s *Store) Put(kvs ...persist.KV) error { return s.put(pebble.Sync, kvs) }
+
+// PutUnsynced is Put without waiting for the disk: for a copy its writer
+// rebuilds after a crash (a cluster node's mirror of the directory, which
+// writes its position in the same batch). It is as durable as the next
+// synced commit.
+func (s *Store) PutUnsynced(kvs ...persist.KV) error { return s.put(pebble.NoSync, kvs) }
+
+func (s *Store) put(sync *pebble.WriteOptions, kvs []persist.KV) error {
 	size := 12
 	for _, kv := range kvs {
 		if len(kv.Key) == 0 {
@@ -58,14 +66,22 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	if err := s.addKVs(batch, kvs); err != nil {
 		return err
 	}
-	if err := s.commit(commitDirectory, batch); err != nil {
+	if err := s.commit(commitDirectory, batch, sync); err != nil {
 		return fmt.Errorf("put: %w", err)
 	}
 	return nil
 }
 
 // DeleteRange implements persist.Store.
-func (s *Store) DeleteRange(start, end []byte) error {
+func (s *Store) DeleteRange(start, end []byte) error { return s.deleteRange(pebble.Sync, start, end) }
+
+// DeleteRangeUnsynced is DeleteRange without waiting for the disk, as
+// PutUnsynced.
+func (s *Store) DeleteRangeUnsynced(start, end []byte) error {
+	return s.deleteRange(pebble.NoSync, start, end)
+}
+
+func (s *Store) deleteRange(sync *pebble.WriteOptions, start, end []byte) error {
 	if len(start) == 0 || bytes.Compare(start, end) >= 0 {
 		return fmt.Errorf("delete range [%q, %q): %w", start, end, persist.ErrInvalid)
 	}
@@ -79,7 +95,7 @@ func (s *Store) DeleteRange(start, end []byte) error {
 	if err := batch.DeleteRange(dirKey(start), dirKey(end), nil); err != nil {
 		return err
 	}
-	if err := s.commit(commitDirectory, batch); err != nil {
+	if err := s.commit(commitDirectory, batch, sync); err != nil {
 		return fmt.Errorf("delete range: %w", err)
 	}
 	return nil

@@ -38,7 +38,7 @@ func (s *Store) Load(agent string) (persist.Recovered, error) {
 		if err := batch.Delete(torn, nil); err != nil {
 			return persist.Recovered{}, err
 		}
-		if err := s.commit(commitDirectory, batch); err != nil {
+		if err := s.commit(commitDirectory, batch, pebble.Sync); err != nil {
 			return persist.Recovered{}, fmt.Errorf("agent %s: drop torn record: %w", agent, err)
 		}
 	}

@@ -14,7 +14,7 @@ type commitKind int
 const (
 	commitAppend    commitKind = iota // an agent's events (Append)
 	commitSnapshot                    // a snapshot and the trim of the log it covers
-	commitDirectory                   // directory entries (Put, DeleteRange) and recovery's repairs
+	commitDirectory                   // directory entries (Put, DeleteRange, and their unsynced forms) and recovery's repairs
 	numCommitKinds
 )
 
@@ -34,7 +34,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		commitVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plaudit_wal_commits_total",
-			Help: "Synced commits to the store, by kind (append: an agent's events)."}, []string{"kind"}),
+			Help: "Commits to the store, by kind (append: an agent's events); all synced but a cluster node's mirror of the directory's (directory)."}, []string{"kind"}),
 		bytesVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plaudit_wal_commit_bytes_total",
 			Help: "Bytes of the synced commits' batches, by kind."}, []string{"kind"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plaudit_wal_commit_duration_seconds",

@@ -87,13 +87,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// commit commits b synced. It refuses the write while the disk is full or
+// commit commits b, synced unless sync is pebble.NoSync. It refuses the write while the disk is full or
 // after Pebble's commit pipeline has broken: Pebble reports a failed WAL
 // write through Logger.Fatalf (or a bare panic when rotating its WAL), and
 // can take no further commits. That panic is caught here and becomes the
 // error of this write and of every later one, so the process and its reads
 // live on, and no caller is told a failed write succeeded.
-func (s *Store) commit(kind commitKind, b *pebble.Batch) (err error) {
+func (s *Store) commit(kind commitKind, b *pebble.Batch, sync *pebble.WriteOptions) (err error) {
 	if s.beforeCommit != nil {
 		s.beforeCommit()
 	}
@@ -112,7 +112,7 @@ func (s *Store) commit(kind commitKind, b *pebble.Batch) (err error) {
 		}
 	}()
 	start := time.Now()
-	err = storageError(b.Commit(pebble.Sync))
+	err = storageError(b.Commit(sync))
 	s.metrics.observe(kind, b.Len(), time.Since(start))
 	return err
 }
@@ -183,7 +183,7 @@ func (s *Store) Append(b persist.Batch) error {
 	if err := s.addKVs(batch, b.Index); err != nil {
 		return err
 	}
-	if err := s.commit(commitAppend, batch); err != nil {
+	if err := s.commit(commitAppend, batch, pebble.Sync); err != nil {
 		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
 	}
 	return nil
@@ -226,7 +226,7 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	if err := batch.DeleteRange(eventPrefix(agent), end, nil); err != nil {
 		return err
 	}
-	if err := s.commit(commitSnapshot, batch); err != nil {
+	if err := s.commit(commitSnapshot, batch, pebble.Sync); err != nil {
 		return fmt.Errorf("snapshot: agent %s: %w", agent, err)
 	}
 	return nil

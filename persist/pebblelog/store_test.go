@@ -370,3 +370,57 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Fatalf("set options = %+v", set)
 	}
 }
+
+// An unsynced write is read at once, lost in a crash before the next
+// synced commit, and as durable as any after it.
+func TestAnUnsyncedWriteIsAsDurableAsTheNextSyncedCommit(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s, err := Open("db", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	get := func(s *Store, key string) string {
+		v, err := s.Get([]byte(key))
+		if errors.Is(err, persist.ErrNotFound) {
+			return "absent"
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	for _, kv := range []persist.KV{{Key: []byte("gone"), Value: []byte("x")}, {Key: []byte("kept"), Value: []byte("1")}} {
+		if err := s.PutUnsynced(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteRangeUnsynced([]byte("gone"), []byte("gone\x00")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(s, "kept") + " " + get(s, "gone"); got != "1 absent" {
+		t.Fatalf("before any crash: kept, gone = %s, want 1 absent", got)
+	}
+	lost := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	if err := s.Put(persist.KV{Key: []byte("synced"), Value: []byte("2")}); err != nil {
+		t.Fatal(err)
+	}
+	kept := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	for _, tc := range []struct {
+		name string
+		fs   vfs.FS
+		want string
+	}{
+		{"crash before the synced commit", lost, "absent absent absent"},
+		{"crash after it", kept, "1 absent 2"},
+	} {
+		r, err := Open("db", Options{FS: tc.fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := get(r, "kept") + " " + get(r, "gone") + " " + get(r, "synced"); got != tc.want {
+			t.Errorf("%s: kept, gone, synced = %s, want %s", tc.name, got, tc.want)
+		}
+		_ = r.Close()
+	}
+}
