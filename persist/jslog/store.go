@@ -125,12 +125,12 @@ func (s *Store) restore(b *Stored) error {
 	if err := s.dir.Put(rest...); err != nil {
 		return err
 	}
-	for _, c := range claims {
-		if err := s.dir.Confirm(c); err != nil && !errors.Is(err, persist.ErrExists) {
-			return err // (taken over meanwhile: the key is another write's)
+	return each(len(claims), func(i int) error {
+		if err := s.dir.Confirm(claims[i]); !errors.Is(err, persist.ErrExists) {
+			return err
 		}
-	}
-	return nil
+		return nil // taken over meanwhile: the key is another write's
+	})
 }
 
 // Get implements persist.Store.
@@ -151,26 +151,50 @@ func (s *Store) Put(kvs ...persist.KV) error {
 	})
 }
 
-// claim claims the unique keys of kvs for by's batch, in order, and
+// claim claims the unique keys of kvs for by's batch, all at once, and
 // returns the claims and the other entries: a key another write holds is
-// ErrExists.
+// ErrExists (the others stay claimed, unconfirmed, as after any failed
+// batch).
 func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, error) {
-	var (
-		rest   []persist.KV
-		claims []Claim
-	)
+	var rest, unique []persist.KV
 	for _, kv := range kvs {
-		if !kv.Unique {
+		if kv.Unique {
+			unique = append(unique, kv)
+		} else {
 			rest = append(rest, kv)
-			continue
 		}
-		c, err := s.claimKey(kv, by)
-		if err != nil {
-			return nil, nil, err
-		}
-		claims = append(claims, c)
+	}
+	claims := make([]Claim, len(unique))
+	err := each(len(unique), func(i int) (err error) {
+		claims[i], err = s.claimKey(unique[i], by)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return claims, rest, nil
+}
+
+// each runs fn(0), …, fn(n-1) at once (each claim or confirmation is a
+// replicated write: one after the other, a batch of n keyed requests would
+// wait for 2n of them), and returns the first error of the lowest i once
+// all have returned.
+func each(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claimKey claims kv's key for by's batch. A key held by another batch's
@@ -203,12 +227,7 @@ func (s *Store) settle(claims []Claim, rest []persist.KV) error {
 	if err := s.dir.Put(rest...); err != nil {
 		return err
 	}
-	for _, c := range claims {
-		if err := s.dir.Confirm(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return each(len(claims), func(i int) error { return s.dir.Confirm(claims[i]) })
 }
 
 // DeleteRange implements persist.Store.
