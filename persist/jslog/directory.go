@@ -82,6 +82,20 @@ type Directory struct {
 	failed  error         // the mirror stopped: a write it could not apply
 
 	onApply atomic.Pointer[func([]persist.KV)]
+
+	// The CatchUps waiting for the stream's end share its query: next is
+	// the round the next query answers, made by the first CatchUp after a
+	// query was sent, so a round never began before any of its CatchUps.
+	endMu    sync.Mutex
+	next     *endRound
+	querying bool
+}
+
+// endRound is one query of the stream's last sequence, shared.
+type endRound struct {
+	done chan struct{}
+	seq  uint64
+	err  error
 }
 
 // OnApply makes fn see every Put the mirror applies, from any node (this
@@ -423,11 +437,59 @@ func (d *Directory) Lag() (uint64, error) {
 func (d *Directory) CatchUp() error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	info, err := d.stream.Info(ctx)
+	seq, err := d.end(ctx)
 	if err != nil {
-		return fmt.Errorf("jslog: directory: %w", err)
+		return err
 	}
-	return d.wait(ctx, info.State.LastSeq)
+	return d.wait(ctx, seq)
+}
+
+// end returns the stream's last sequence, read after end was called. The
+// callers of one moment share one query (a stream info is a JetStream API
+// request, which its server answers one at a time): those that come while
+// it is out wait for the next.
+func (d *Directory) end(ctx context.Context) (uint64, error) {
+	d.endMu.Lock()
+	r := d.next
+	if r == nil {
+		r = &endRound{done: make(chan struct{})}
+		d.next = r
+		if !d.querying {
+			d.querying = true
+			go d.queryEnds()
+		}
+	}
+	d.endMu.Unlock()
+	select {
+	case <-r.done:
+		return r.seq, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("jslog: directory: %w", ctx.Err())
+	}
+}
+
+// queryEnds answers the rounds, one query each, until none is waiting.
+func (d *Directory) queryEnds() {
+	for {
+		d.endMu.Lock()
+		r := d.next
+		d.next = nil
+		if r == nil {
+			d.querying = false
+			d.endMu.Unlock()
+			return
+		}
+		d.endMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+		info, err := d.stream.Info(ctx)
+		cancel()
+		if err != nil {
+			r.err = fmt.Errorf("jslog: directory: %w", err)
+		} else {
+			r.seq = info.State.LastSeq
+		}
+		close(r.done)
+	}
 }
 
 // Scan implements persist.Store.Scan over the mirror as it is.

@@ -717,3 +717,69 @@ func TestAMirrorThatLostItsUnsyncedTailInACrashAppliesItAgain(t *testing.T) {
 		}
 	}
 }
+
+// heldInfoStream answers its first Info as the stream was when asked, but
+// only once released: a query of the stream's end that was sent before a
+// write and comes back after it.
+type heldInfoStream struct {
+	jetstream.Stream
+	calls   atomic.Int32
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (s *heldInfoStream) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	info, err := s.Stream.Info(ctx, opts...)
+	if s.calls.Add(1) == 1 {
+		close(s.asked)
+		<-s.release
+	}
+	return info, err
+}
+
+// A CatchUp that comes while a query of the stream's end is out does not
+// take that query's answer, which may be from before a write the CatchUp
+// must see: it waits for the next query, which it shares with every other
+// CatchUp that came meanwhile.
+func TestACatchUpDoesNotShareAQuerySentBeforeIt(t *testing.T) {
+	js := startJetStream(t)
+	a := clockedDirectory(t, js, DirectoryConfig{})
+	b := clockedDirectory(t, js, DirectoryConfig{})
+	held := &heldInfoStream{Stream: b.stream, asked: make(chan struct{}), release: make(chan struct{})}
+	b.stream = held
+	first := make(chan error, 1)
+	go func() { first <- b.CatchUp() }()
+	<-held.asked // the first query has read the stream's end
+	if err := a.Put(persist.KV{Key: []byte("run/late"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := a.stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		seq uint64
+		err error
+	}
+	later := make(chan answer, 8)
+	for range 8 {
+		go func() {
+			seq, err := b.end(context.Background())
+			later <- answer{seq, err}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the eight wait for the next query
+	close(held.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		got := <-later
+		if got.err != nil || got.seq < want.State.LastSeq {
+			t.Fatalf("a CatchUp begun after a write took the stream's end as %d (%v); the write is at %d", got.seq, got.err, want.State.LastSeq)
+		}
+	}
+	if n := held.calls.Load(); n != 2 {
+		t.Errorf("%d queries of the stream's end for one CatchUp and eight that came during its query, want 2", n)
+	}
+}
