@@ -440,6 +440,9 @@ func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T)
 	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`), "id")
 	signal := fmt.Sprintf(`{"kind": "human.rating", "value": 4, "run_id": %q}`, run)
 	keyed := map[string]string{"Idempotency-Key": "rating-1"}
+	// A run is answered before its write is durable (its index with it): a
+	// read waits for that, so the directory below holds it.
+	c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run, "")
 
 	ctx := t.Context()
 	dir, err := node.cluster.js.Stream(ctx, jslog.DirStream)
@@ -460,6 +463,10 @@ func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T)
 	first, err := c.rawSend("POST", "/api/v1/agents/"+agent+"/signals", signal, keyed)
 	if err != nil || first.status != 503 {
 		t.Fatalf("the keyed signal with the directory full: %d %s %v, want 503", first.status, first.body, err)
+	}
+	if after, err := dir.Info(ctx); err != nil || after.State.Msgs != info.State.Msgs+1 {
+		t.Fatalf("the directory holds %d writes more after the failed try (%v), want 1, its claim: the test did not make the failure it is about",
+			after.State.Msgs-info.State.Msgs, err)
 	}
 	if _, err := node.cluster.js.UpdateStream(ctx, open); err != nil {
 		t.Fatal(err)
