@@ -168,6 +168,7 @@ func (x *agentActor) rebuild(rec persist.Recovered, err error, start time.Time) 
 	x.recoverErr = nil
 	x.durable = x.agent.LastSeq()
 	x.snapSeq = rec.SnapshotSeq
+	x.entry.loaded.Store(true)
 }
 
 // restore rebuilds an agent from its snapshot and log tail.
@@ -462,6 +463,7 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 func (x *agentActor) fail(ctx actor.Context, err error) {
 	x.reg.cfg.Logger.Error("agent log append failed", "agent", x.agentID, "err", err)
 	x.broken = true
+	x.entry.loaded.Store(false)
 	x.reg.forget(x.agentID, x.entry)
 	x.failWaiting(err)
 	ctx.Poison(ctx.Self())

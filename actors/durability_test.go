@@ -290,3 +290,40 @@ func TestCloseWritesWhatIsQueued(t *testing.T) {
 		t.Fatalf("after Close the log ends at %d, %v; want both writes (4)", rec.LastSeq, err)
 	}
 }
+
+// Loaded is true only while the agent's actor is in memory with its agent
+// rebuilt from the store: not before its first request, nor while its load
+// fails, nor once an append of it has failed or it was passivated.
+func TestLoadedIsTrueOnlyWhileTheAgentIsRebuiltInMemory(t *testing.T) {
+	g := &gatedStore{Store: openStore(t, nil)}
+	r := newRegistry(t, g, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
+	info, run := createAgentWithRun(t, r)
+	check := func(when string, want bool) {
+		t.Helper()
+		if got := r.Loaded(info.ID); got != want {
+			t.Errorf("%s: Loaded = %v, want %v", when, got, want)
+		}
+	}
+	if r.Loaded("agt_never") {
+		t.Error("an agent never asked for is Loaded")
+	}
+	check("after its first requests", true)
+
+	g.failNext(1)
+	if _, err := signal(r, info.ID, run.ID, 1); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("signal whose append failed: %v", err)
+	}
+	check("after an append failed", false)
+
+	g.loadFailN.Store(1)
+	if _, err := runSignals(r, info.ID, run.ID); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("read of an agent whose load fails: %v", err)
+	}
+	check("while its load fails", false)
+	time.Sleep(recoveryRetry)
+	_, _ = runSignals(r, info.ID, run.ID) // has the load retried
+	waitFor(t, func() bool { return r.Loaded(info.ID) })
+
+	waitFor(t, func() bool { return r.Live() == 0 })
+	check("after passivation", false)
+}

@@ -136,6 +136,7 @@ type entry struct {
 	pid      *actor.PID
 	mailbox  *mailbox
 	inflight atomic.Int64
+	loaded   atomic.Bool // the actor has rebuilt its agent from the store
 }
 
 // New starts a registry over cfg.Store.
@@ -297,6 +298,16 @@ func (r *Registry) forget(agentID string, e *entry) {
 	if sh.agents[agentID] == e {
 		delete(sh.agents, agentID)
 	}
+}
+
+// Loaded reports whether agentID's actor is in memory here with its agent
+// rebuilt from the store (its Load has returned), and has not failed.
+func (r *Registry) Loaded(agentID string) bool {
+	sh := r.shardOf(agentID)
+	sh.mu.Lock()
+	e := sh.agents[agentID]
+	sh.mu.Unlock()
+	return e != nil && e.loaded.Load()
 }
 
 // Live is the number of agent actors in memory.

@@ -329,14 +329,15 @@ func (s *Service) serve(c *call) (result, error) {
 // agent's Idempotency-Key records to the directory after its log, and the
 // agent's load writes those of a batch whose node stopped in between
 // (jslog.Store.Load): looked up before, such a record would be missed, and
-// the retry would write again.
+// the retry would write again. An agent already loaded here is not read
+// again: the read would wait for the batch in flight.
 func (c *call) loadKeyedAgent() error {
 	if c.s.cfg.Router == nil {
 		return nil // one node: a record lands with its write, in one batch
 	}
 	agentID := c.routeAgent()
-	if agentID == "" {
-		return nil
+	if agentID == "" || c.s.reg.Loaded(agentID) {
+		return nil // loaded: its load restored what it had to
 	}
 	_, err := actors.Read(c.s.reg, agentID, c.by, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil })
 	if errors.Is(err, engine.ErrNotFound) {
