@@ -117,7 +117,8 @@ type DirectoryConfig struct {
 }
 
 // OpenDirectory creates or opens DirStream and starts mirroring it into
-// local from the last write local has applied.
+// local from the last write local has applied; it returns once local holds
+// every write the stream held when it was called.
 func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg DirectoryConfig) (*Directory, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -161,6 +162,14 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
 	}
 	if d.cc, err = cons.Consume(d.apply); err != nil {
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	}
+	// What this node's store holds may be behind: writes made while the
+	// node was down, or applied here before a power cut but not yet synced
+	// (a key revoked meanwhile must not be honoured from the stale copy).
+	// Reads of the local store go on as soon as it returns.
+	if err := d.CatchUp(); err != nil {
+		d.cc.Stop()
 		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
 	}
 	return d, nil

@@ -783,3 +783,40 @@ func TestACatchUpDoesNotShareAQuerySentBeforeIt(t *testing.T) {
 		t.Errorf("%d queries of the stream's end for one CatchUp and eight that came during its query, want 2", n)
 	}
 }
+
+// A node's store is up to date once its directory is open: the writes made
+// while the node was down (a key revoked among them) are in it before
+// anything reads it, the tenancy's load included, which reads the store
+// itself, not the directory.
+func TestADirectoryOpensWithItsCopyCaughtUp(t *testing.T) {
+	js := startJetStream(t)
+	a := clockedDirectory(t, js, DirectoryConfig{})
+	bPath := t.TempDir()
+	b, bLocal := dirNode(t, js, bPath)
+	if err := a.Put(persist.KV{Key: []byte("key/revoked"), Value: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CatchUp(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	_ = bLocal.Close()
+	kvs := []persist.KV{{Key: []byte("key/revoked")}}
+	for i := range 200 {
+		kvs = append(kvs, persist.KV{Key: fmt.Appendf(nil, "key/%03d", i), Value: []byte("v")})
+	}
+	for _, kv := range kvs {
+		if err := a.Put(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, bLocal = dirNode(t, js, bPath)
+	defer func() { b.Close(); _ = bLocal.Close() }()
+	var keys []string
+	if err := bLocal.Scan([]byte("key/"), func(k, _ []byte) error { keys = append(keys, string(k)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 200 || keys[0] != "key/000" || keys[199] != "key/199" {
+		t.Fatalf("b's store once its directory is open holds %d keys (%.3q…), want the 200 written while it was down and not the revoked one", len(keys), keys)
+	}
+}
