@@ -820,3 +820,67 @@ func TestADirectoryOpensWithItsCopyCaughtUp(t *testing.T) {
 		t.Fatalf("b's store once its directory is open holds %d keys (%.3q…), want the 200 written while it was down and not the revoked one", len(keys), keys)
 	}
 }
+
+// Loading an agent writes what its last logged batch's index lacks in the
+// directory: past a deletion in it, and never over an entry the directory
+// holds (a later write's).
+func TestLoadingAnAgentRestoresOnlyWhatItsLastBatchsIndexLacks(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	crashed := clockedStore(t, js, &c, 1)
+	if err := crashed.Put(persist.KV{Key: []byte("run/run_1"), Value: []byte("later")}); err != nil {
+		t.Fatal(err)
+	}
+	// The batch reached the log, not the directory (its node crashed).
+	if err := crashed.agents.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: []persist.KV{{Key: []byte("gone/x")}, {Key: []byte("run/run_1"), Value: []byte("agt_a")},
+			{Key: []byte("run/run_2"), Value: []byte("agt_a")}}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := clockedStore(t, js, &c, 2)
+	if _, err := owner.Load("agt_a"); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"run/run_1": "later", "run/run_2": "agt_a"} {
+		if v, err := owner.Get([]byte(key)); err != nil || string(v) != want {
+			t.Errorf("after the load, %s reads %q, %v; want %q", key, v, err, want)
+		}
+	}
+}
+
+// A batch's unique keys are claimed and confirmed together: all of them
+// readable once it is written; none of its index if one is taken.
+func TestABatchOfSeveralUniqueKeysWritesAllOrNone(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	s := clockedStore(t, js, &c, 1)
+	ids := func(agent string, names ...string) []persist.KV {
+		var kvs []persist.KV
+		for _, n := range names {
+			kvs = append(kvs, persist.KV{Key: []byte("runext/default/" + n), Value: []byte(agent), Unique: true})
+		}
+		return append(kvs, persist.KV{Key: []byte("run/of/" + agent), Value: []byte(agent)})
+	}
+	if err := s.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: ids("agt_a", "a1", "a2", "a3", "a4")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a1", "a2", "a3", "a4"} {
+		if v, err := s.Get([]byte("runext/default/" + n)); err != nil || string(v) != "agt_a" {
+			t.Errorf("%s after its batch: %q, %v", n, v, err)
+		}
+	}
+	err := s.Append(persist.Batch{Agent: "agt_b", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: ids("agt_b", "b1", "b2", "a3", "b4")})
+	if !errors.Is(err, persist.ErrExists) {
+		t.Fatalf("a batch with a taken id among four: %v, want ErrExists", err)
+	}
+	for _, key := range []string{"runext/default/b1", "runext/default/b2", "runext/default/b4", "run/of/agt_b"} {
+		if v, err := s.Get([]byte(key)); !errors.Is(err, persist.ErrNotFound) {
+			t.Errorf("%s of the refused batch: %q, %v; want not found", key, v, err)
+		}
+	}
+	if r, err := s.Load("agt_b"); err != nil || len(r.Tail) != 0 {
+		t.Errorf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -241,4 +242,52 @@ func connect(t *testing.T, url string) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// More writes queued than one group takes (maxGroup) go out in several
+// groups, every one of them stored once.
+func TestMoreWritesQueuedThanAGroupTakesAreAllStored(t *testing.T) {
+	js := startJetStream(t)
+	l := openLog(t, js, 0, 1)
+	const agents = 3*maxGroup + 7
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	errs := make(chan error, agents)
+	var wg sync.WaitGroup
+	for i := range agents {
+		wg.Go(func() {
+			a := fmt.Sprintf("agt_%d", i)
+			if _, err := l.Append(ctx, batch(a, 1, a)); err != nil {
+				errs <- fmt.Errorf("%s: %w", a, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(agents + 1); info.State.Msgs != want {
+		t.Fatalf("the stream holds %d messages, want %d: each write and the fence", info.State.Msgs, want)
+	}
+	for _, i := range []int{0, maxGroup, agents - 1} {
+		a := fmt.Sprintf("agt_%d", i)
+		if got, _ := tail(t, l, a, 0); len(got) != 1 || string(got[0].Events[0]) != a {
+			t.Fatalf("%s: %+v, want its one write", a, got)
+		}
+	}
+}
+
+// A log that cannot be made (JetStream gone before the call) is an error.
+func TestALogThatCannotBeOpenedIsAnError(t *testing.T) {
+	js := startJetStream(t)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if l, err := Open(gone, js, 0, Config{}); err == nil {
+		t.Fatalf("Open with JetStream out of reach: %v, nil error", l)
+	}
 }
