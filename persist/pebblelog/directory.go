@@ -41,7 +41,7 @@ func (s *Store) Put(kvs ...persist.KV) error { return s.put(pebble.Sync, kvs) }
 // synced commit.
 func (s *Store) PutUnsynced(kvs ...persist.KV) error { return s.put(pebble.NoSync, kvs) }
 
-func (s *Store) put(sync *pebble.WriteOptions, kvs []persist.KV) error {
+func (s *Store) put(opts *pebble.WriteOptions, kvs []persist.KV) error {
 	size := 12
 	for _, kv := range kvs {
 		if len(kv.Key) == 0 {
@@ -66,7 +66,7 @@ func (s *Store) put(sync *pebble.WriteOptions, kvs []persist.KV) error {
 	if err := s.addKVs(batch, kvs); err != nil {
 		return err
 	}
-	if err := s.commit(commitDirectory, batch, sync); err != nil {
+	if err := s.commit(commitDirectory, batch, opts); err != nil {
 		return fmt.Errorf("put: %w", err)
 	}
 	return nil
@@ -81,7 +81,7 @@ func (s *Store) DeleteRangeUnsynced(start, end []byte) error {
 	return s.deleteRange(pebble.NoSync, start, end)
 }
 
-func (s *Store) deleteRange(sync *pebble.WriteOptions, start, end []byte) error {
+func (s *Store) deleteRange(opts *pebble.WriteOptions, start, end []byte) error {
 	if len(start) == 0 || bytes.Compare(start, end) >= 0 {
 		return fmt.Errorf("delete range [%q, %q): %w", start, end, persist.ErrInvalid)
 	}
@@ -95,7 +95,7 @@ func (s *Store) deleteRange(sync *pebble.WriteOptions, start, end []byte) error 
 	if err := batch.DeleteRange(dirKey(start), dirKey(end), nil); err != nil {
 		return err
 	}
-	if err := s.commit(commitDirectory, batch, sync); err != nil {
+	if err := s.commit(commitDirectory, batch, opts); err != nil {
 		return fmt.Errorf("delete range: %w", err)
 	}
 	return nil

@@ -48,10 +48,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(kind commitKind, bytes int, took time.Duration) {
+// observe counts a commit, and times it if it was synced (the histogram
+// is the synced commits': an unsynced one takes microseconds).
+func (m *metrics) observe(kind commitKind, bytes int, took time.Duration, synced bool) {
 	m.commits[kind].Inc()
 	m.bytes[kind].Add(float64(bytes))
-	m.latency.Observe(took.Seconds())
+	if synced {
+		m.latency.Observe(took.Seconds())
+	}
 }
 
 // Collector returns the store's metrics: its synced commits by kind, their

@@ -87,13 +87,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// commit commits b, synced unless sync is pebble.NoSync. It refuses the write while the disk is full or
+// commit commits b with opts (pebble.Sync but for PutUnsynced's). It refuses the write while the disk is full or
 // after Pebble's commit pipeline has broken: Pebble reports a failed WAL
 // write through Logger.Fatalf (or a bare panic when rotating its WAL), and
 // can take no further commits. That panic is caught here and becomes the
 // error of this write and of every later one, so the process and its reads
 // live on, and no caller is told a failed write succeeded.
-func (s *Store) commit(kind commitKind, b *pebble.Batch, sync *pebble.WriteOptions) (err error) {
+func (s *Store) commit(kind commitKind, b *pebble.Batch, opts *pebble.WriteOptions) (err error) {
 	if s.beforeCommit != nil {
 		s.beforeCommit()
 	}
@@ -112,8 +112,8 @@ func (s *Store) commit(kind commitKind, b *pebble.Batch, sync *pebble.WriteOptio
 		}
 	}()
 	start := time.Now()
-	err = storageError(b.Commit(sync))
-	s.metrics.observe(kind, b.Len(), time.Since(start))
+	err = storageError(b.Commit(opts))
+	s.metrics.observe(kind, b.Len(), time.Since(start), opts.Sync)
 	return err
 }
 
