@@ -215,3 +215,23 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A rebuild sizes the new filter for twice the keys the old one took (and
+// never below the smallest), so that it does not fill up again at once.
+func TestARebuiltFilterIsSizedForTwiceTheKeysTaken(t *testing.T) {
+	s := openFiltered(t, t.TempDir(), 16)
+	waitFilter(t, s)
+	for i := range 10 {
+		must(t, s.Put(persist.KV{Key: fmt.Appendf(nil, "idem/r/%d", i), Value: []byte("v")}))
+	}
+	s.startFilterRebuild()
+	waitFilter(t, s)
+	if a := s.filter.active.Load(); a.capacity != 20 || a.added.Load() != 10 {
+		t.Fatalf("rebuilt after 10 keys: sized for %d, holding %d; want 20 and 10", a.capacity, a.added.Load())
+	}
+	s.startFilterRebuild()
+	waitFilter(t, s)
+	if a := s.filter.active.Load(); a.capacity != 20 {
+		t.Fatalf("rebuilt again: sized for %d, want 20", a.capacity)
+	}
+}
