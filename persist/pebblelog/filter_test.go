@@ -235,3 +235,30 @@ func TestARebuiltFilterIsSizedForTwiceTheKeysTaken(t *testing.T) {
 		t.Fatalf("rebuilt again: sized for %d, want 20", a.capacity)
 	}
 }
+
+// A store opened on many stored keys builds its filter in a few scans,
+// each stopped once its filter is full: none of those filters ever answers
+// a Get, so no stored key is reported absent while the build goes on.
+func TestAFilterBuiltFromManyStoredKeysNeverHidesOne(t *testing.T) {
+	dir := t.TempDir()
+	s := openFiltered(t, dir, 0)
+	const keys = 20_000
+	for i := 0; i < keys; i += 1000 {
+		var kvs []persist.KV
+		for j := i; j < i+1000; j++ {
+			kvs = append(kvs, persist.KV{Key: fmt.Appendf(nil, "idem/r/%05d", j), Value: []byte("v")})
+		}
+		must(t, s.Put(kvs...))
+	}
+	must(t, s.Close())
+	s = openFiltered(t, dir, 16) // 16, 64, 256, … until a scan finds them all
+	for i := 0; s.filter.active.Load() == nil || s.filter.rebuilding.Load() || i < keys; i++ {
+		key := fmt.Appendf(nil, "idem/r/%05d", keys-1-i%keys) // the last scanned first
+		if _, err := s.Get(key); err != nil {
+			t.Fatalf("Get(%s) while the filter is built: %v", key, err)
+		}
+	}
+	if a := s.filter.active.Load(); a.added.Load() != keys {
+		t.Fatalf("the built filter holds %d keys, want %d", a.added.Load(), keys)
+	}
+}
