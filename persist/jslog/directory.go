@@ -51,8 +51,8 @@ var (
 // mirror writes and reads are served from. The mirror does not wait for
 // its writes to reach the disk: each carries the mirror's position, so
 // after a crash it goes on from the last one that did, and the stream
-// holds every write durably (one fsync a write on this machine would
-// bound every keyed write of the cluster).
+// holds every write durably (synced, one after another, the mirror's
+// writes bounded every keyed write of the cluster).
 type Local interface {
 	Get(key []byte) ([]byte, error)
 	PutUnsynced(kvs ...persist.KV) error
