@@ -53,7 +53,10 @@ var readRows = []row{
 	{"reward-read-10", []int{1, 64}, withServer(readWorkload(10))},
 	{"reward-read-1000", []int{1, 64}, withServer(readWorkload(1000))},
 	{"version-summary-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
-		return HTTPVersionSummary(baseURL, key, 1000, l)
+		return HTTPVersionSummary(baseURL, key, 1000, false, l)
+	})},
+	{"version-summary-again-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
+		return HTTPVersionSummary(baseURL, key, 1000, true, l)
 	})},
 }
 

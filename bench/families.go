@@ -89,7 +89,10 @@ var families = []family{
 	{"reads", []scenario{
 		readRow(10), readRow(100), readRow(1000),
 		{name: "version-summary", base: "http-hello", proc: procServer, opsDiv: 10, run: func(s *suite, l Loop) (Result, error) {
-			return HTTPVersionSummary(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, l)
+			return HTTPVersionSummary(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, false, l)
+		}},
+		{name: "version-summary-again", base: "http-hello", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+			return HTTPVersionSummary(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, true, l)
 		}},
 	}},
 	{"judged", []scenario{

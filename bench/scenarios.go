@@ -101,8 +101,11 @@ var summaryObjective = []byte(`{"definition":{"horizon_s":1,"terms":[{"signal":"
 // HTTPVersionSummary makes an agent with runs runs of version "bench",
 // each finished (every third one failed), then has c workers read the
 // version's summary n times in total
-// (GET /api/v1/agents/{agent}/versions/bench/rewards, 200).
-func HTTPVersionSummary(baseURL, key string, runs int, l Loop) (Result, error) {
+// (GET /api/v1/agents/{agent}/versions/bench/rewards, 200). The agent keeps
+// a few summaries until its next event, so unless again is set each read
+// asks for another ?limit= (11 to 30, in turn) and is computed afresh; with
+// again, every read is the same one.
+func HTTPVersionSummary(baseURL, key string, runs int, again bool, l Loop) (Result, error) {
 	cl, err := newClient(baseURL, key, max(l.C, 64))
 	if err != nil {
 		return Result{}, err
@@ -133,10 +136,23 @@ func HTTPVersionSummary(baseURL, key string, runs int, l Loop) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: version-summary setup: %w", err)
 	}
+	path := "/api/v1/agents/" + agent + "/versions/bench/rewards"
+	if again {
+		return l.Run(func(int) (Op, error) { return cl.getOp(path, 200), nil })
+	}
+	var turn atomic.Uint64
 	return l.Run(func(int) (Op, error) {
-		return cl.getOp("/api/v1/agents/"+agent+"/versions/bench/rewards", 200), nil
+		ops := make([]Op, summaryLimits)
+		for i := range ops {
+			ops[i] = cl.getOp(fmt.Sprintf("%s?limit=%d", path, 11+i), 200)
+		}
+		return func() error { return ops[(turn.Add(1)-1)%summaryLimits]() }, nil
 	})
 }
+
+// summaryLimits is how many ?limit= values fresh summary reads take in
+// turn: more than the agent keeps, so none is read from its cache.
+const summaryLimits = 20
 
 // BetaDraws is the engine's share of one selection: one Beta draw
 // (engine.SampleBeta) for each of SelectVariations posteriors, as weighted

@@ -32,7 +32,8 @@ type Agent struct {
 
 	seq uint64 // events applied so far = sequence of the last event
 
-	scratch []objective.Signal // reused by reward reads
+	scratch   []objective.Signal // reused by reward reads
+	summaries summaryCache       // version summaries since the last event
 
 	// previews are the open previews, which apply tells of what it
 	// overwrites in place (see Preview); nil but while one runs.

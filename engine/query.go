@@ -122,18 +122,33 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 }
 
 // VersionRewards summarises the rewards of every run of an agent version.
+// A summary read again before the agent applies another event, and before
+// any run it counted matures, is the one computed the first time: a page
+// polled, or many readers at once, cost one evaluation of every run.
 func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (objective.Summary, error) {
 	ov, err := a.Objective(v)
 	if err != nil {
 		return objective.Summary{}, err
 	}
+	key := summaryKey{version: version, objective: ov.Version, limit: limit}
+	if s, ok := a.summaries.get(a.seq, key, now); ok {
+		return s, nil
+	}
 	z := objective.NewSummarizer(version, ov.Version, ov.Definition.Bounds, limit)
-	var arena objective.Arena
+	var (
+		arena objective.Arena
+		until time.Time // the first moment a counted run matures; zero: none will
+	)
 	for i, r := range a.runList {
 		if r.Version == version {
 			rw := a.rewardIn(&arena, i, ov, now)
+			if !rw.Matured && !rw.MaturesAt.IsZero() && (until.IsZero() || rw.MaturesAt.Before(until)) {
+				until = rw.MaturesAt
+			}
 			z.Add(&rw)
 		}
 	}
-	return z.Summary(), nil
+	s := z.Summary()
+	a.summaries.put(a.seq, cachedSummary{key: key, from: now, until: until, sum: s})
+	return s, nil
 }

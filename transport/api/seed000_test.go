@@ -176,6 +176,10 @@ func TestSeed000Walkthrough(t *testing.T) {
 	// Three days later the run has matured: it is averaged and listed. A
 	// rating received now is late (after finished_at + 2 days): counted, not used.
 	clk.Advance(72 * time.Hour)
+	// The clock alone matures it: no event came since the summary above.
+	sum = c.must(200, "GET", "/api/v1/agents/"+a+"/versions/3/rewards", "")
+	expect(t, sum, 1.0, "matured")
+	expect(t, sum, 0.5, "mean")
 	c.must(201, "POST", "/api/v1/agents/"+a+"/signals", fmt.Sprintf(`{"kind": "human.rating", "value": 5, "run_id": %q}`, r))
 	rwLate := c.must(200, "GET", "/api/v1/agents/"+a+"/runs/"+r+"/reward", "")
 	expect(t, rwLate, true, "matured")
