@@ -37,7 +37,7 @@ func (c *call) createAgent() (result, error) {
 		return result{}, err
 	}
 	out, err := c.s.reg.CreateAgent(cmd, c.by, c.idem != nil)
-	return settle(c, out, err, func(info engine.AgentInfo) (result, error) { return created(appendAgent(nil, info)) })
+	return settle(c, out, err, func(info engine.AgentInfo) (result, error) { return created(appendAgent(answer(), info)) })
 }
 
 // agent resolves the request's agent in the call's workspace.
@@ -95,7 +95,7 @@ func (c *call) createRun() (result, error) {
 		return result{}, err
 	}
 	out, err := c.s.reg.CreateRun(agent, cmd, c.by, c.idem != nil)
-	return settle(c, out, err, func(cr engine.CreatedRun) (result, error) { return created(appendCreatedRun(nil, cr)) })
+	return settle(c, out, err, func(cr engine.CreatedRun) (result, error) { return created(appendCreatedRun(answer(), cr)) })
 }
 
 // versionLabel reads the agent's release label; a JSON number is taken as
@@ -137,7 +137,7 @@ func (c *call) finishRun() (result, error) {
 	}
 	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Run, []engine.Event, error) {
 		return a.FinishRun(cmd, now, rnd)
-	}, func(r engine.Run) (result, error) { return ok(appendRun(nil, r, true)) })
+	}, func(r engine.Run) (result, error) { return ok(appendRun(answer(), r, true)) })
 }
 
 func (c *call) claimObject() (result, error) {
@@ -189,7 +189,7 @@ func (c *call) recordSignal() (result, error) {
 	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
 		return a.RecordSignal(cmd, now, rnd)
 	}, func(sr engine.SignalResult) (result, error) {
-		return result{status: statusFor(!sr.Duplicate), body: appendSignal(nil, sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
+		return result{status: statusFor(!sr.Duplicate), body: appendSignal(answer(), sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
 	})
 }
 
@@ -298,7 +298,7 @@ func (c *call) getReward() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return ok(rw.AppendJSON(nil))
+	return ok(rw.AppendJSON(answer()))
 }
 
 func (c *call) versionRewards() (result, error) {

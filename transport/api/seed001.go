@@ -237,7 +237,7 @@ func (c *call) reportReward() (result, error) {
 			err = field.Rename(err, envelopeFields)
 		}
 		return rep, evs, err
-	}, func(rep engine.Report) (result, error) { return created(appendReport(nil, rep)) })
+	}, func(rep engine.Report) (result, error) { return created(appendReport(answer(), rep)) })
 }
 
 func (c *call) listEvidence() (result, error) {

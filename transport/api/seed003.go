@@ -165,7 +165,7 @@ func (c *call) createJudgedReward() (result, error) {
 	case created:
 		status = 201
 	}
-	return result{status: status, body: r.AppendJSON(nil)}, nil
+	return result{status: status, body: r.AppendJSON(answer())}, nil
 }
 
 func (c *call) getJudgedReward() (result, error) {
@@ -181,7 +181,7 @@ func (c *call) getJudgedReward() (result, error) {
 	if !r.Final() {
 		status = 202
 	}
-	return result{status: status, body: r.AppendJSON(nil)}, nil
+	return result{status: status, body: r.AppendJSON(answer())}, nil
 }
 
 // preferWait reads wait=N from the Prefer header (other preferences are

@@ -69,7 +69,7 @@ func (c *call) createObjective() (result, error) {
 		out.Err = field.Rename(out.Err, objectiveFields)
 	}
 	return settle(c, out, err, func(cr engine.CreatedRun) (result, error) {
-		return ok(c.appendSeedObjective(nil, cr.Run, cr.Variation))
+		return ok(c.appendSeedObjective(answer(), cr.Run, cr.Variation))
 	})
 }
 
@@ -92,7 +92,7 @@ func (c *call) getObjectiveRun() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return ok(c.appendSeedObjective(nil, cr.Run, cr.Variation))
+	return ok(c.appendSeedObjective(answer(), cr.Run, cr.Variation))
 }
 
 // decodeFeedback reads CreateObjectiveFeedbackRequest: metadata and data
@@ -145,7 +145,7 @@ func (c *call) createFeedback() (result, error) {
 	return write(c, owner.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.Feedback, []engine.Event, error) {
 		fb, evs, err := a.RecordFeedback(cmd, now, rnd)
 		return fb, evs, field.Rename(err, feedbackFields)
-	}, func(fb engine.Feedback) (result, error) { return ok(c.appendFeedback(nil, fb, nil)) })
+	}, func(fb engine.Feedback) (result, error) { return ok(c.appendFeedback(answer(), fb, nil)) })
 }
 
 // listParams reads cursor and limit (default 50, at most 1000).
