@@ -63,6 +63,57 @@ func TestVersionSummaryReadAgainIsWhatAFreshReadGives(t *testing.T) {
 	check("a new objective", read{"3", -1, 20, 61 * time.Second}, read{"3", 1, 20, 61 * time.Second})
 	r3 := h.run(CreateRun{Version: "3"})
 	check("a new run", read{"3", -1, 20, 61 * time.Second})
+	// r1 matures at 60 s and r3 is unfinished: the first sets when the
+	// summary read at 10 s stops holding, the second must not undo it.
+	check("an unfinished run after a maturing one", read{"3", -1, 20, 10 * time.Second}, read{"3", -1, 20, 60 * time.Second})
 	h.must(FinishRun{RunID: r3.ID, Succeeded: false})
 	check("it finishes", read{"3", -1, 20, 61 * time.Second}, read{"3", -1, 20, 2 * time.Hour})
+}
+
+// TestVersionSummaryReadAgainIsNotComputedAgain checks which reads are
+// answered from an earlier computation.
+func TestVersionSummaryReadAgainIsNotComputedAgain(t *testing.T) {
+	h := newHarness(t)
+	def, err := objective.Parse([]byte(`{"horizon_s":60,"terms":[{"signal":"human.rating","weight":1,"scale":[1,5]}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	old := h.run(CreateRun{Version: "3"})
+	h.must(FinishRun{RunID: old.ID, Succeeded: true, FinishedAt: t0.Add(-time.Hour)}) // matured
+	r1 := h.run(CreateRun{Version: "3"})
+	h.must(FinishRun{RunID: r1.ID, Succeeded: true}) // matures at t0 + 60 s
+
+	type read struct {
+		limit  int
+		at     time.Duration // after t0
+		cached bool          // answered from an earlier computation
+	}
+	steps := []struct {
+		name  string
+		event any // applied before the reads
+		reads []read
+	}{
+		{"first read", nil, []read{{20, 10 * time.Second, false}}},
+		{"again", nil, []read{{20, 20 * time.Second, true}}},
+		{"another limit keeps the first", nil, []read{{1, 20 * time.Second, false}, {20, 20 * time.Second, true}}},
+		{"a run matures, the other limit holds until it is read", nil, []read{{20, 60 * time.Second, false}, {1, 30 * time.Second, true}}},
+		{"nothing left to mature", nil, []read{{20, time.Hour, true}}},
+		{"an event", RecordSignal{Kind: "human.rating", Value: 2, RunID: r1.ID}, []read{{20, time.Hour, false}, {20, time.Hour, true}}},
+	}
+	for _, st := range steps {
+		if st.event != nil {
+			h.must(st.event)
+		}
+		for _, r := range st.reads {
+			key := summaryKey{version: "3", objective: 1, limit: r.limit}
+			_, cached := h.a.summaries.get(h.a.seq, key, t0.Add(r.at))
+			if cached != r.cached {
+				t.Fatalf("%s: limit %d at %v: cached %v, want %v", st.name, r.limit, r.at, cached, r.cached)
+			}
+			if _, err := h.a.VersionRewards("3", -1, r.limit, t0.Add(r.at)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
