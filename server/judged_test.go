@@ -192,3 +192,30 @@ func TestJudgedRewardSurvivesRestart(t *testing.T) {
 	}
 	expect(t, g.json(t), 1.0, "scores", "reward")
 }
+
+// TestJudgedRewardNewAnswerIsLookedUpInTheKeyFilter: the lookup of an
+// answer never judged is answered by the store's key filter, not Pebble;
+// the same answer again is found and answered with its first reward.
+func TestJudgedRewardNewAnswerIsLookedUpInTheKeyFilter(t *testing.T) {
+	s := startServer(t, Config{})
+	base := "http://" + s.HTTPAddr()
+	c := newClient(t, s, adminKey)
+	c.must(201, "POST", "/v1/tasks", `{"id": "acme/refund", "rubric": {"criteria": [
+		{"id": "refund", "must": true, "check": {"type": "contains", "value": "refund"}}]}}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for scrape(t, base).value("plaudit_store_key_filter_bytes") <= 0 { // built after the start
+		if time.Now().After(deadline) {
+			t.Fatal("the key filter was not built")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	reward := `{"task": {"id": "acme/refund"}, "answer": "We will refund you."}`
+	before := scrape(t, base).value("plaudit_store_key_filter_absent_total")
+	first := str(t, c.must(201, "POST", "/v1/rewards", reward), "id")
+	if got := scrape(t, base).value("plaudit_store_key_filter_absent_total") - before; got != 1 {
+		t.Fatalf("a new answer's lookup: the filter answered %v lookups, want 1", got)
+	}
+	if again := str(t, c.must(200, "POST", "/v1/rewards", reward), "id"); again != first {
+		t.Fatalf("the same answer again: reward %s, want the first, %s", again, first)
+	}
+}

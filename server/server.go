@@ -29,6 +29,7 @@ import (
 	"github.com/plaudit/plaudit/transport/console"
 	"github.com/plaudit/plaudit/transport/httpdoor"
 	"github.com/plaudit/plaudit/transport/idempotency"
+	"github.com/plaudit/plaudit/transport/judging"
 	"github.com/plaudit/plaudit/transport/natsdoor"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
@@ -167,7 +168,7 @@ func (s *Server) start() (err error) {
 	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
 		MinFree: cfg.MinFreeBytes, BallastSize: cfg.BallastBytes,
-		FilterPrefixes: [][]byte{[]byte(idempotency.RecordPrefix)}}); err != nil {
+		FilterPrefixes: [][]byte{[]byte(idempotency.RecordPrefix), []byte(judging.AnswerPrefix)}}); err != nil {
 		return err
 	}
 	// What the tenancy, the actors and the service keep their data in:

@@ -89,7 +89,7 @@ var (
 	descCacheSize       = pebbleDesc("block_cache_size_bytes", "Bytes in the block cache.")
 
 	descFilterAbsent = prometheus.NewDesc("plaudit_store_key_filter_absent_total",
-		"Gets of a filtered key (Idempotency-Key records) answered by the in-memory key filter without reading Pebble.", nil, nil)
+		"Gets of a filtered key (Idempotency-Key records, judged answers) answered by the in-memory key filter without reading Pebble.", nil, nil)
 	descFilterKeys = prometheus.NewDesc("plaudit_store_key_filter_keys",
 		"Keys the in-memory key filter holds, deleted ones included until it is rebuilt.", nil, nil)
 	descFilterBytes = prometheus.NewDesc("plaudit_store_key_filter_bytes", "Memory of the in-memory key filter.", nil, nil)

@@ -387,9 +387,14 @@ func (j *Judging) IndexEpisodes() error {
 	return j.store.Put(kvs...)
 }
 
+// AnswerPrefix begins the key of every answer's first reward. Nearly every
+// judged reward brings an answer never seen, so a store may keep a filter
+// of these keys to answer that lookup without reading its tables.
+const AnswerPrefix = "judging/answer/"
+
 func answerKey(ws, tv, jv, answer string) []byte {
 	sum := sha256.Sum256([]byte(answer))
-	return []byte("judging/answer/" + ws + "/" + tv + "/" + jv + "/" + hex.EncodeToString(sum[:]))
+	return []byte(AnswerPrefix + ws + "/" + tv + "/" + jv + "/" + hex.EncodeToString(sum[:]))
 }
 
 // AppendJSON renders r in seed 003's shape.
