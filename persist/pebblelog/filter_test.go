@@ -262,3 +262,46 @@ func TestAFilterBuiltFromManyStoredKeysNeverHidesOne(t *testing.T) {
 		t.Fatalf("the built filter holds %d keys, want %d", a.added.Load(), keys)
 	}
 }
+
+// A scan that stops because its filter is full leaves the filter that
+// answers Gets in place: the partial one never answers, so no stored key
+// past where the scan stopped is reported absent.
+func TestAScanStoppedByAFullFilterLeavesTheActiveOne(t *testing.T) {
+	s := openFiltered(t, t.TempDir(), 0)
+	var kvs []persist.KV
+	for i := range 100 {
+		kvs = append(kvs, persist.KV{Key: fmt.Appendf(nil, "idem/r/%03d", i), Value: []byte("v")})
+	}
+	must(t, s.Put(kvs...))
+	waitFilter(t, s)
+	old := s.filter.active.Load()
+	if err := s.fillFilter(newBloom(16)); !errors.Is(err, errFilterFull) {
+		t.Fatalf("a scan of 100 keys into a filter of 16: %v, want errFilterFull", err)
+	}
+	if s.filter.active.Load() != old || s.filter.building.Load() != nil {
+		t.Fatal("the scan's full filter took the place of the active one")
+	}
+	for _, kv := range kvs {
+		if _, err := s.Get(kv.Key); err != nil {
+			t.Fatalf("Get(%s): %v", kv.Key, err)
+		}
+	}
+}
+
+// A write while the first filter after a start is being built, when none
+// answers Gets yet, goes into the one being built.
+func TestAWriteDuringTheFirstBuildGoesIntoTheFilterBeingBuilt(t *testing.T) {
+	s := openFiltered(t, t.TempDir(), 0)
+	waitFilter(t, s)
+	building := newBloom(64)
+	s.filter.active.Store(nil) // as at a start, until the first build is done
+	s.filter.building.Store(building)
+	key := []byte("idem/r/during-the-build")
+	must(t, s.Put(persist.KV{Key: key, Value: []byte("v")}))
+	if !building.has(maphash.Bytes(s.filter.seed, key)) || building.added.Load() != 1 {
+		t.Fatalf("the filter being built holds %d keys, not the one written", building.added.Load())
+	}
+	if _, err := s.Get(key); err != nil {
+		t.Fatalf("Get before any filter answers: %v", err)
+	}
+}
