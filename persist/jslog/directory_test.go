@@ -884,3 +884,56 @@ func TestABatchOfSeveralUniqueKeysWritesAllOrNone(t *testing.T) {
 		t.Errorf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
 	}
 }
+
+// heldLocal is a node's store whose mirror writes, once hold is set, wait
+// until release is closed: the node's copy of the directory stays behind
+// the stream.
+type heldLocal struct {
+	*pebblelog.Store
+	hold    atomic.Bool
+	release chan struct{}
+}
+
+func (h *heldLocal) PutUnsynced(kvs ...persist.KV) error {
+	if h.hold.Load() {
+		<-h.release
+	}
+	return h.Store.PutUnsynced(kvs...)
+}
+
+// CatchUp returns once this node's copy holds every write the stream had
+// when it was called, not before: a key written on another node is then
+// in this node's store.
+func TestACatchUpWaitsUntilTheCopyHoldsTheStreamsWrites(t *testing.T) {
+	js := startJetStream(t)
+	a := clockedDirectory(t, js, DirectoryConfig{})
+	store, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = store.Close() }()
+	local := &heldLocal{Store: store, release: make(chan struct{})}
+	b, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	local.hold.Store(true)
+	if err := a.Put(persist.KV{Key: []byte("run/late"), Value: []byte("agt_1")}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.CatchUp() }()
+	select {
+	case err := <-done:
+		t.Fatalf("CatchUp returned (%v) while the copy still lacked a write", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(local.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if v, err := store.Get([]byte("run/late")); err != nil || string(v) != "agt_1" {
+		t.Fatalf("after CatchUp the node's store reads %q, %v", v, err)
+	}
+}
