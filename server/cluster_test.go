@@ -96,20 +96,23 @@ func startClusterOn(t *testing.T, n int, mode natsMode) []*Server {
 			t.Fatalf("node n%d: %v", i, errs[i])
 		}
 	}
-	// Every partition owned, each node holding its share (8 among n).
+	// Every partition owned, each node holding its share (8 among n), and
+	// none above it: a node above its share hands partitions over to one
+	// below, and a request forwarded to it meanwhile may be answered 503.
 	deadline := time.Now().Add(60 * time.Second)
+	share := (8 + n - 1) / n
 	for {
-		owned, least := 0, 8
+		owned, least, most := 0, 8, 0
 		for _, s := range servers {
 			mine := len(s.cluster.leases.Owned())
-			owned, least = owned+mine, min(least, mine)
+			owned, least, most = owned+mine, min(least, mine), max(most, mine)
 		}
-		if owned == 8 && least >= 8/n {
+		if owned == 8 && least >= 8/n && most <= share {
 			t.Logf("cluster of %d ready after %v", n, time.Since(started))
 			return servers
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 8 partitions owned, the fewest by one node %d, after 60s", owned, least)
+			t.Fatalf("%d of 8 partitions owned, the fewest by one node %d, the most %d, after 60s", owned, least, most)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
