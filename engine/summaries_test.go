@@ -8,16 +8,23 @@ import (
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
-// TestVersionSummaryReadAgainIsWhatAFreshReadGives reads summaries of one
-// agent as its state and the clock move, each beside the same read of a
-// copy restored from its snapshot, which has never summarised anything.
-func TestVersionSummaryReadAgainIsWhatAFreshReadGives(t *testing.T) {
+// minuteHorizon is an agent whose objective (version 1) scores
+// human.rating on [1,5] and matures a run a minute after it finished.
+func minuteHorizon(t *testing.T) *harness {
 	h := newHarness(t)
 	def, err := objective.Parse([]byte(`{"horizon_s":60,"terms":[{"signal":"human.rating","weight":1,"scale":[1,5]}]}`), "definition")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.must(PutObjective{Definition: def})
+	return h
+}
+
+// TestVersionSummaryReadAgainIsWhatAFreshReadGives reads summaries of one
+// agent as its state and the clock move, each beside the same read of a
+// copy restored from its snapshot, which has never summarised anything.
+func TestVersionSummaryReadAgainIsWhatAFreshReadGives(t *testing.T) {
+	h := minuteHorizon(t)
 	r1 := h.run(CreateRun{Version: "3"})
 	h.signal(RecordSignal{Kind: "human.rating", Value: 4, RunID: r1.ID})
 	h.must(FinishRun{RunID: r1.ID, Succeeded: true}) // matures at t0 + 60 s
@@ -73,12 +80,7 @@ func TestVersionSummaryReadAgainIsWhatAFreshReadGives(t *testing.T) {
 // TestVersionSummaryReadAgainIsNotComputedAgain checks which reads are
 // answered from an earlier computation.
 func TestVersionSummaryReadAgainIsNotComputedAgain(t *testing.T) {
-	h := newHarness(t)
-	def, err := objective.Parse([]byte(`{"horizon_s":60,"terms":[{"signal":"human.rating","weight":1,"scale":[1,5]}]}`), "definition")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.must(PutObjective{Definition: def})
+	h := minuteHorizon(t)
 	old := h.run(CreateRun{Version: "3"})
 	h.must(FinishRun{RunID: old.ID, Succeeded: true, FinishedAt: t0.Add(-time.Hour)}) // matured
 	r1 := h.run(CreateRun{Version: "3"})
