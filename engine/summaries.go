@@ -17,8 +17,8 @@ type summaryKey struct {
 }
 
 // A cachedSummary is a summary as computed at from. It holds until the
-// agent applies another event, or until a run it counted matures (zero:
-// no unmatured run of it has a horizon to reach).
+// agent applies another event, and from from until a run it counted
+// matures (until; zero: no unmatured run of it has a horizon to reach).
 type cachedSummary struct {
 	key         summaryKey
 	from, until time.Time
@@ -51,6 +51,7 @@ func (c *summaryCache) get(seq uint64, key summaryKey, now time.Time) (objective
 // dropping the oldest when full and every entry from before seq.
 func (c *summaryCache) put(seq uint64, e cachedSummary) {
 	if c.seq != seq {
+		clear(c.entries) // what they hold is garbage now
 		c.seq, c.entries = seq, c.entries[:0]
 	}
 	for i := range c.entries {
