@@ -3,6 +3,7 @@ package judge
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // InstructsJudge reports whether the answer addresses the scorer instead of
@@ -202,16 +203,16 @@ var instructsPatterns = []instructsPattern{
 }
 
 // normalizeAnswer returns the text the patterns run on (see InstructsJudge).
-func normalizeAnswer(answer string) string {
+func normalizeAnswer(answer string) string { return normalize(answer, true) }
+
+// normalize is normalizeAnswer; with ascii, ASCII letters, digits and
+// spaces, most of any answer, skip the Unicode tables (a third of the time
+// on English text), to the same result (a test checks one against the other).
+func normalize(answer string, ascii bool) string {
 	var b strings.Builder
 	b.Grow(len(answer) + 4)
 	b.WriteString(". ")
-	const (
-		none  = iota
-		space // a space is owed before the next word
-		stop  // a clause boundary is owed
-	)
-	pending := none // the leading ". " is a boundary already
+	pending := owedNone // the leading ". " is a boundary already
 	wrote := false
 	rs := []rune(answer)
 	for i := 0; i < len(rs); i++ {
@@ -219,36 +220,42 @@ func normalizeAnswer(answer string) string {
 		if 0xFF01 <= r && r <= 0xFF5E { // fullwidth ASCII
 			r -= 0xFEE0
 		}
+		if c := byte(r) | 0x20; ascii && r < utf8.RuneSelf && ('a' <= c && c <= 'z' || '0' <= r && r <= '9') {
+			writeOwed(&b, pending, wrote)
+			pending, wrote = owedNone, true
+			b.WriteByte(c) // | 0x20 lowers a letter and keeps a digit
+			continue
+		}
+		if ascii && r == ' ' {
+			if pending == owedNone {
+				pending = owedSpace
+			}
+			continue
+		}
 		switch {
 		case unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Mn, r):
 			continue // zero-width and format characters, combining marks
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			switch {
-			case !wrote:
-			case pending == space:
-				b.WriteByte(' ')
-			case pending == stop:
-				b.WriteString(" . ")
-			}
-			pending, wrote = none, true
+			writeOwed(&b, pending, wrote)
+			pending, wrote = owedNone, true
 			b.WriteRune(unicode.ToLower(r))
 			continue
 		case r == '\'' || r == '\u2019' || r == '\u2018' || r == '\u02BC' || r == '`':
 			continue // don't → dont
 		case r == '.' || r == ',':
 			prev, next := alnumAt(rs, i-1), alnumAt(rs, i+1)
-			if prev != 0 && next != 0 && pending == none {
+			if prev != 0 && next != 0 && pending == owedNone {
 				if r == '.' && prev == 'd' && next == 'd' {
 					b.WriteByte('.') // 1.5 stays 1.5
 				}
 				continue // i.g.n.o.r.e → ignore, 1,000 → 1000
 			}
-			pending = stop
+			pending = owedStop
 		case strings.ContainsRune("!?;:\n\r()[]{}<>|#\u2026", r):
-			pending = stop
+			pending = owedStop
 		default:
-			if pending == none {
-				pending = space
+			if pending == owedNone {
+				pending = owedSpace
 			}
 		}
 	}
@@ -257,6 +264,27 @@ func normalizeAnswer(answer string) string {
 	}
 	b.WriteByte('.')
 	return b.String()
+}
+
+// What normalizeAnswer owes before the next word.
+type owed int
+
+const (
+	owedNone  owed = iota
+	owedSpace      // a space
+	owedStop       // a clause boundary
+)
+
+// writeOwed writes what is owed before the next word; nothing before the
+// first word.
+func writeOwed(b *strings.Builder, pending owed, wrote bool) {
+	switch {
+	case !wrote:
+	case pending == owedSpace:
+		b.WriteByte(' ')
+	case pending == owedStop:
+		b.WriteString(" . ")
+	}
 }
 
 // alnumAt returns 'd' for a digit and 'l' for a letter at rs[i], else 0.

@@ -148,6 +148,30 @@ func TestNormalizeAnswer(t *testing.T) {
 	}
 }
 
+// The ASCII path of normalize gives what the Unicode tables give, for
+// every rune below U+3000 between letters, spaces and digits, and for
+// random mixes of ASCII, fullwidth, combining, format and other letters.
+func TestNormalizeASCIIPathAgreesWithTheUnicodeTables(t *testing.T) {
+	check := func(in string) {
+		t.Helper()
+		if got, want := normalize(in, true), normalize(in, false); got != want {
+			t.Fatalf("%q: %q, with the Unicode tables alone %q", in, got, want)
+		}
+	}
+	for r := rune(0); r < 0x3000; r++ {
+		check("a" + string(r) + "b " + string(r) + " 1" + string(r) + "2")
+	}
+	alphabet := []rune("aZ09 .,'`!?;:\n\r\t()[]{}<>|#@`{\x00\x10\x19\x7f\u00ad\u00c9\u00df\u00e9\u0130\u0301\u0660\u200b\u2019\u2026\u4e2d\uff10\uff21\uff41")
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		rs := make([]rune, rnd.IntN(30))
+		for i := range rs {
+			rs[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		check(string(rs))
+	}
+}
+
 // searchAll is the plain search instructsMatch is a faster form of: the
 // first pattern, in list order, that matches anywhere in the whole text.
 func searchAll(answer string) string {
@@ -218,4 +242,16 @@ func TestInstructsMatch(t *testing.T) {
 		t.Errorf("%d of %d texts matched, by %d names: %v", m, n, len(matched)-1, matched)
 	}
 	t.Logf("matches by pattern: %v", matched)
+}
+
+// BenchmarkInstructsJudgeLongAnswer runs the detector on a 4 KB answer of
+// plain English that it does not flag.
+func BenchmarkInstructsJudgeLongAnswer(b *testing.B) {
+	answer := strings.Repeat("Thank you for reaching out. We will refund you within five business days, and the order number is 12345. ", 40)
+	b.ReportAllocs()
+	for b.Loop() {
+		if name := instructsMatch(answer); name != "" {
+			b.Fatalf("flagged by %q", name)
+		}
+	}
 }
