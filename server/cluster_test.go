@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -302,6 +303,24 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 	}
 	if owned != 8 || logged != 8 {
 		t.Errorf("the nodes' metrics show %d owned partitions and %d partition logs, want 8 of each", owned, logged)
+	}
+}
+
+// The lease bucket's reads go to its stream's leader, on every node: a
+// direct get may go to a paused server's copy, which never answers, and
+// while a node was paused the others' lease rounds stalled on such reads.
+func TestTheLeaseBucketIsReadFromItsLeader(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i, s := range nodes {
+		stream, err := s.cluster.js.Stream(ctx, "KV_"+cluster.LeaseBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stream.CachedInfo().Config.AllowDirect {
+			t.Errorf("node n%d: the lease bucket's stream allows direct gets", i)
+		}
 	}
 }
 
