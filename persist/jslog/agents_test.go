@@ -260,3 +260,37 @@ func TestASnapshotOfAnAgentNotLoadedHereIsSaved(t *testing.T) {
 		t.Fatalf("Load: %q, last %d, tail %d, %v; want the snapshot at 3", r.Snapshot, r.LastSeq, len(r.Tail), err)
 	}
 }
+
+// The snapshot bucket is read from its stream's leader, whether this node
+// made it or found it made with direct gets (by another node, or an
+// earlier version): a direct get may go to a paused server's copy, which
+// never answers.
+func TestTheSnapshotBucketIsReadFromItsLeader(t *testing.T) {
+	for _, made := range []string{"by this node", "with direct gets"} {
+		t.Run(made, func(t *testing.T) {
+			js := startJetStream(t)
+			ctx := context.Background()
+			if made == "with direct gets" {
+				if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: SnapshotBucket}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a := node(t, js, 1)
+			s, err := js.Stream(ctx, "OBJ_"+SnapshotBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.CachedInfo().Config.AllowDirect {
+				t.Fatal("the snapshot bucket's stream allows direct gets")
+			}
+			appendEvents(t, a, "agt_1", 1, 3)
+			if err := a.SaveSnapshot("agt_1", 3, []byte("state")); err != nil {
+				t.Fatal(err)
+			}
+			r, err := node(t, js, 2).Load("agt_1")
+			if err != nil || string(r.Snapshot) != "state" || r.SnapshotSeq != 3 {
+				t.Fatalf("a new owner loads %q at %d, %v; want the snapshot at 3", r.Snapshot, r.SnapshotSeq, err)
+			}
+		})
+	}
+}
