@@ -235,12 +235,9 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 
 // leaseBucket opens the lease bucket, creating it if it does not exist.
 //
-// Its reads go to its stream's leader, not to any copy: a KV bucket is made
-// with direct gets, which every server holding a copy answers, and a paused
-// server holds on to its share of them, so while a node was paused the
-// others' lease rounds stalled on reads it never answered (docs/cluster.md).
-// The bucket is bound again once its stream says so, on every node, since
-// a node binding it before the change would read it directly.
+// Its reads go to its stream's leader (jslog.ReadFromLeader): read from
+// any copy, the others' lease rounds stalled while a node was paused, on
+// reads its copy never answered (docs/cluster.md).
 func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) {
 	err = s.untilJoined(time.Now().Add(c.cfg.JoinTimeout), "the lease bucket", func(ctx context.Context) (err error) {
 		if kv, err = c.js.KeyValue(ctx, cluster.LeaseBucket); errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -249,15 +246,8 @@ func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) 
 		if err != nil {
 			return err
 		}
-		stream, err := c.js.Stream(ctx, "KV_"+cluster.LeaseBucket)
-		if err != nil {
+		if err := jslog.ReadFromLeader(ctx, c.js, "KV_"+cluster.LeaseBucket); err != nil {
 			return err
-		}
-		if cfg := stream.CachedInfo().Config; cfg.AllowDirect {
-			cfg.AllowDirect = false
-			if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
-				return err
-			}
 		}
 		kv, err = c.js.KeyValue(ctx, cluster.LeaseBucket)
 		return err

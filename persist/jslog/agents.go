@@ -93,8 +93,10 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 			obj, err = js.ObjectStore(ctx, SnapshotBucket)
 		}
 	}
-	if err == nil {
-		obj, err = readFromLeader(ctx, js)
+	if err == nil { // a new owner must not wait on a paused node's copy
+		if err = ReadFromLeader(ctx, js, "OBJ_"+SnapshotBucket); err == nil {
+			obj, err = js.ObjectStore(ctx, SnapshotBucket)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jslog: snapshot bucket: %w", err)
@@ -108,27 +110,6 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 		return nil, err
 	}
 	return &Agents{cfg: cfg, js: js, obj: obj, enc: enc, dec: dec, logs: map[int]*Log{}, kept: map[string]*agentLog{}}, nil
-}
-
-// readFromLeader turns direct gets off on the snapshot bucket's stream and
-// binds the bucket again, so that its reads go to the stream's leader. An
-// object store is made with direct gets, which every server holding a copy
-// answers, and a paused server holds on to its share of them: a new owner
-// reading a snapshot while the old one is paused would wait out its
-// timeout. Every node does it, since one that bound the bucket before the
-// change would read it directly.
-func readFromLeader(ctx context.Context, js jetstream.JetStream) (jetstream.ObjectStore, error) {
-	s, err := js.Stream(ctx, "OBJ_"+SnapshotBucket)
-	if err != nil {
-		return nil, err
-	}
-	if cfg := s.CachedInfo().Config; cfg.AllowDirect {
-		cfg.AllowDirect = false
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
-			return nil, err
-		}
-	}
-	return js.ObjectStore(ctx, SnapshotBucket)
 }
 
 // Own hands Agents partition p's fenced log.
