@@ -61,6 +61,9 @@ type LeaseConfig struct {
 	// gate, when set, is locked and unlocked at the top of every round:
 	// a test holding it pauses the node as SIGSTOP would.
 	gate *sync.Mutex
+	// rewatch is how many rounds apart the view is read afresh in any
+	// case (rewatchEvery when zero; tests).
+	rewatch int
 }
 
 // Leases holds this node's partition leases: it renews them, takes free
@@ -98,6 +101,11 @@ type Leases struct {
 
 	// view is the bucket as last watched, by key; only run touches it.
 	view map[string]leaseValue
+	// unseen is this node's oldest heartbeat write the watch has not
+	// shown yet, and when it was written (zero: none); only run touches
+	// it. A watch that does not show it within half a round has stalled.
+	unseen   uint64
+	unseenAt time.Time
 	// owners is each partition's owner in view, for Owner; members the
 	// live nodes in view, for Members.
 	owners  atomic.Pointer[[]string]
@@ -167,6 +175,9 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.rewatch <= 0 {
+		cfg.rewatch = rewatchEvery
 	}
 	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
 		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
@@ -268,10 +279,11 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			}
 		case <-tick.C:
 			// A watch can stall without ending (JetStream moving the
-			// bucket's leader); now and then the view is read afresh, and
-			// every round while there is no watch at all.
+			// bucket's leader): it is started again when it has not shown
+			// this node's own heartbeat in time, and now and then anyway;
+			// and every round while there is no watch at all.
 			_, none := w.(idleWatcher)
-			if rounds++; none || rounds%rewatchEvery == 0 {
+			if rounds++; none || l.stalled() || rounds%l.cfg.rewatch == 0 {
 				w = l.reload(w)
 			}
 			l.round(since)
@@ -282,6 +294,27 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 // rewatchEvery is how many rounds apart the view is read afresh.
 const rewatchEvery = 10
 
+// wrote notes a heartbeat write at revision rev, for stalled.
+func (l *Leases) wrote(rev uint64) {
+	if l.unseen == 0 {
+		l.unseen, l.unseenAt = rev, time.Now()
+	}
+}
+
+// saw notes that the watch showed revision rev.
+func (l *Leases) saw(rev uint64) {
+	if l.unseen != 0 && rev >= l.unseen {
+		l.unseen = 0
+	}
+}
+
+// stalled reports whether the watch has not shown a heartbeat written
+// half a round ago: it would not show the others' leases either, and the
+// view (and so routing) would lag until the next reload.
+func (l *Leases) stalled() bool {
+	return l.unseen != 0 && time.Since(l.unseenAt) >= l.cfg.Renew/2
+}
+
 // reload replaces w with a new watch and the view with what it reads
 // first; if the bucket does not answer in time, w and the view are kept.
 func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
@@ -291,6 +324,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
 		return w
 	}
 	_ = w.Stop()
+	l.unseen = 0 // the view is as of now
 	for key, v := range view {
 		view[key] = l.sinceFirstSeen(key, v)
 	}
@@ -330,6 +364,7 @@ func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[stri
 // observe applies one watched entry to the view and reports whether it
 // calls for a round now: a lease or heartbeat gone, or a node arrived.
 func (l *Leases) observe(e jetstream.KeyValueEntry) bool {
+	l.saw(e.Revision())
 	key := e.Key()
 	_, known := l.view[key]
 	if e.Operation() != jetstream.KeyValuePut {
@@ -429,10 +464,12 @@ func (l *Leases) round(since time.Time) {
 		g.Unlock() //nolint:staticcheck // an empty critical section: the wait is the point
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
-	_, err := l.kv.Put(ctx, nodeKey(l.cfg.Node), l.value(since))
+	rev, err := l.kv.Put(ctx, nodeKey(l.cfg.Node), l.value(since))
 	cancel()
 	if err != nil {
 		l.cfg.Logger.Warn("renewing the node's heartbeat", "component", "cluster", "err", err)
+	} else {
+		l.wrote(rev)
 	}
 	for p := range l.owned {
 		if ls := l.owned[p].Load(); ls != nil {
@@ -633,7 +670,12 @@ func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 	}
 	if err := l.cfg.Acquire(p, rev); err != nil {
 		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
-		_ = l.kv.Delete(ctx, partitionKey(p), jetstream.LastRevision(rev))
+		// Acquire may have used up ctx: the lease is let go in time of
+		// its own, or it would hold the partition unserved until it
+		// expired.
+		del, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+		defer cancel()
+		_ = l.kv.Delete(del, partitionKey(p), jetstream.LastRevision(rev))
 		return false
 	}
 	l.owned[p].Store(&lease{epoch: rev, rev: rev, until: start.Add(l.validity())})

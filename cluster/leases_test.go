@@ -270,6 +270,46 @@ func TestAFailedAcquireHandsThePartitionBack(t *testing.T) {
 	}
 }
 
+// An Acquire that fails after using up the lease operation's time (a
+// partition log that did not answer) still lets the lease go: the next node
+// takes the partition at once, not when a minute's lease expires.
+func TestASlowFailedAcquireStillHandsThePartitionBack(t *testing.T) {
+	const ttl = time.Minute
+	kv := leaseBucketTTL(t, startJetStream(t), ttl)
+	start := func(id string, acquire func(p int, epoch uint64) error) *Leases {
+		l, err := StartLeases(kv, LeaseConfig{Node: id, Partitions: 2, TTL: ttl,
+			Logger:  slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
+			Acquire: acquire, Release: func(int) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = l.Stop(ctx)
+		})
+		return l
+	}
+	tried := make(chan struct{}, 1)
+	start("a", func(p int, _ uint64) error {
+		if p != 0 {
+			return nil
+		}
+		time.Sleep(2*time.Second + 200*time.Millisecond) // past opTimeout
+		select {
+		case tried <- struct{}{}:
+		default:
+		}
+		return errors.New("the partition's log did not answer")
+	})
+	<-tried
+	b := start("b", func(int, uint64) error { return nil })
+	eventually(t, "b owns partition 0 long before a's lease of it would expire", func() bool {
+		_, ok := b.Owns(0)
+		return ok
+	})
+}
+
 func TestStartLeasesRefusesWhatCannotWork(t *testing.T) {
 	kv := leaseBucket(t, startJetStream(t))
 	for _, tc := range []struct {

@@ -1,0 +1,93 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// stallingKV is the lease bucket with watches that can be made to stall as
+// JetStream's do when the server holding their consumer goes away (the
+// bucket's leader stopping): open, but silent. The watches started after
+// stall are not stalled.
+type stallingKV struct {
+	jetstream.KeyValue
+	mu      sync.Mutex
+	watches []*stallingWatch
+}
+
+type stallingWatch struct {
+	jetstream.KeyWatcher
+	stalled atomic.Bool
+	out     chan jetstream.KeyValueEntry
+}
+
+func (kv *stallingKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	w, err := kv.KeyValue.WatchAll(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	sw := &stallingWatch{KeyWatcher: w, out: make(chan jetstream.KeyValueEntry, 256)}
+	go func() {
+		defer close(sw.out)
+		for e := range w.Updates() {
+			if !sw.stalled.Load() {
+				sw.out <- e
+			}
+		}
+	}()
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	kv.watches = append(kv.watches, sw)
+	return sw, nil
+}
+
+func (w *stallingWatch) Updates() <-chan jetstream.KeyValueEntry { return w.out }
+
+// stall silences every watch started so far.
+func (kv *stallingKV) stall() {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	for _, w := range kv.watches {
+		w.stalled.Store(true)
+	}
+}
+
+// A node whose watch of the bucket stalls (its consumer's server went
+// away) notices that it no longer sees its own heartbeats and watches
+// again: the owners it routes by catch up with the partitions that moved,
+// its own new ones included, without waiting for the periodic re-read.
+func TestAStalledWatchIsStartedAgain(t *testing.T) {
+	kv := &stallingKV{KeyValue: leaseBucket(t, startJetStream(t))}
+	a, err := StartLeases(kv, LeaseConfig{Node: "a", Partitions: 4, TTL: testTTL, rewatch: 1 << 30,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	b := startNode(t, kv.KeyValue, "b", 4, nil, nil)
+	eventually(t, "a and b own two partitions each", func() bool { return len(a.Owned()) == 2 && len(b.Owned()) == 2 })
+	kv.stall()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a owns every partition and routes them to itself", func() bool {
+		for p := range 4 {
+			if _, ok := a.Owns(p); !ok || a.Owner(p) != "a" {
+				return false
+			}
+		}
+		return true
+	})
+}
