@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -50,6 +51,7 @@ type ClusterConfig struct {
 // clusterNode is what a cluster node runs besides a single node's parts.
 type clusterNode struct {
 	cfg      ClusterConfig
+	logger   *slog.Logger
 	js       jetstream.JetStream
 	meta     cluster.Meta
 	replicas int
@@ -93,7 +95,7 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterNode{cfg: cfg, js: js, replicas: cfg.replicas(s.nc, s.cfg.NATSURL != "")}
+	c := &clusterNode{cfg: cfg, logger: s.cfg.Logger, js: js, replicas: cfg.replicas(s.nc, s.cfg.NATSURL != "")}
 	want := cluster.Meta{Name: cfg.Name, Partitions: cfg.Partitions, LeaseTTLMillis: cfg.LeaseTTL.Milliseconds()}
 	deadline := time.Now().Add(cfg.JoinTimeout)
 	var created bool
@@ -214,13 +216,8 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 	c.leases, err = cluster.StartLeases(kv, cluster.LeaseConfig{Node: c.cfg.Node, Partitions: c.meta.Partitions,
 		TTL: c.meta.LeaseTTL(), Logger: s.cfg.Logger,
 		Acquire: func(p int, epoch uint64) error {
-			ctx, cancel := context.WithTimeout(context.Background(), c.meta.LeaseTTL()/3)
-			defer cancel()
-			l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
+			l, err := c.openLog(p, epoch)
 			if err != nil {
-				return err
-			}
-			if err := l.Fence(ctx, epoch); err != nil {
 				return err
 			}
 			c.agents.Own(p, l)
@@ -231,6 +228,39 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 			c.agents.Disown(p)
 		}})
 	return err
+}
+
+// openLog opens partition p's log and fences it at epoch, in attempts of
+// a quarter of the time a take may take (a third of the lease): a request
+// that the stream's leader took as it stepped down (a node handing its
+// partitions over and stopping) is never answered, and one attempt would
+// wait out the whole take for it. A fence above epoch ends the take at
+// once: this lease is already superseded.
+func (c *clusterNode) openLog(p int, epoch uint64) (*jslog.Log, error) {
+	take := c.meta.LeaseTTL() / 3
+	deadline := time.Now().Add(take)
+	for {
+		l, err := c.tryOpenLog(p, epoch, take/4)
+		if err == nil || errors.Is(err, jslog.ErrFenced) || time.Until(deadline) < take/4 {
+			return l, err
+		}
+		c.logger.Info("opening a partition's log again", "component", "cluster", "partition", p, "err", err)
+		time.Sleep(take / 40)
+	}
+}
+
+// tryOpenLog is one attempt of openLog, bounded by timeout.
+func (c *clusterNode) tryOpenLog(p int, epoch uint64, timeout time.Duration) (*jslog.Log, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Fence(ctx, epoch); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // leaseBucket opens the lease bucket, creating it if it does not exist.
