@@ -170,6 +170,10 @@ type Response struct {
 	// Message is the error message of a failed request ("" on success),
 	// for doors that carry it outside the body (NATS error headers).
 	Message string
+	// NotServed marks the answer of a forwarded request that reached a
+	// node not serving its agent (ErrNotServed): nothing was done, and
+	// the sender may send it again to the agent's owner.
+	NotServed bool
 }
 
 // result is what a handler answers on success.

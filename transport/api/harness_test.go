@@ -73,6 +73,8 @@ type config struct {
 	// ActorStore, when set, wraps the store the agent actors write through
 	// (a faultStore), so a test decides when and whether appends land.
 	ActorStore func(persist.Store) persist.Store
+	// Router, when set, makes the harness a cluster node (api.Config.Router).
+	Router api.Router
 }
 
 // harness is one Plaudit without doors: store, tenancy, actors and service
@@ -126,7 +128,7 @@ func (h *harness) open() {
 		SnapshotInterval: h.cfg.SnapshotInterval, IdleTimeout: h.cfg.IdleTimeout,
 		Now: h.clk.Now, Seed: actorSeed})
 	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now,
-		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline}, reg, ten, store)
+		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline, Router: h.cfg.Router}, reg, ten, store)
 	if err != nil {
 		reg.Close()
 		_ = store.Close()

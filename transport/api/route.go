@@ -25,6 +25,10 @@ type Router interface {
 	Forward(req *Request, agentID string) (Response, error)
 }
 
+// ErrNotServed answers a forwarded request on a node that does not serve
+// its agent (Response.NotServed): nothing was done.
+var ErrNotServed = fmt.Errorf("forwarded to a node that does not serve it: %w", persist.ErrMoved)
+
 // ErrNoOwner is a Router's answer for an agent no node serves at the
 // moment: its partition is being handed over, or its owner stopped.
 var ErrNoOwner = errors.New("no node serves the agent now")
@@ -128,12 +132,12 @@ func (c *call) route(write bool) (resp Response, ok bool, err error) {
 		}
 		if c.req.Forwarded {
 			// Forwarded here, but not served here: this node is still
-			// taking the agent's partition, or it moved on meanwhile.
-			if time.Now().Before(until) {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			return Response{}, false, fmt.Errorf("%s: %w", name, persist.ErrMoved)
+			// taking the agent's partition, or it moved on meanwhile. The
+			// sender is told at once, and sends it again to the owner it
+			// sees then: held here, the request would wait for a take that
+			// may fail, and the sender, seeing the partition go elsewhere,
+			// could no longer tell whether it was done.
+			return Response{}, false, fmt.Errorf("%s: %w", name, ErrNotServed)
 		}
 		resp, err = r.Forward(c.req, agentID)
 		if errors.Is(err, ErrNoOwner) && time.Now().Before(until) {

@@ -226,6 +226,7 @@ func (s *Service) Error(req *Request, err error) Response {
 // request id.
 func (s *Service) fail(req *Request, err error) Response {
 	resp := errorResponse(err, req.RequestID, req.Errors)
+	resp.NotServed = errors.Is(err, ErrNotServed)
 	switch code := classify(err).code; {
 	case code == "overloaded" || code == "storage_full":
 		// Shedding load is working as designed, and a line per shed

@@ -54,6 +54,7 @@ type forwardedAnswer struct {
 	RequestID  string `json:"request_id"`
 	RetryAfter int    `json:"retry_after,omitempty"`
 	Message    string `json:"message,omitempty"`
+	NotServed  bool   `json:"not_served,omitempty"`
 }
 
 // Forwarder is a cluster node's api.Router over NATS: it forwards a request
@@ -113,6 +114,10 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 	var ans forwardedAnswer
 	if err := json.Unmarshal(msg.Data, &ans); err != nil {
 		return api.Response{}, fmt.Errorf("node %s: answer: %w", node, err)
+	}
+	if ans.NotServed {
+		// Still taking the partition, or it let it go: nothing was done.
+		return api.Response{}, fmt.Errorf("node %s does not serve it: %w", node, api.ErrNoOwner)
 	}
 	return api.Response{Status: ans.Status, Body: ans.Body, RequestID: ans.RequestID, RetryAfter: ans.RetryAfter,
 		Message: ans.Message}, nil
@@ -193,7 +198,7 @@ var errOverloaded = fmt.Errorf("too many forwarded requests in flight: %w", api.
 
 func reply(m *nats.Msg, resp api.Response, logger *slog.Logger) {
 	data, err := json.Marshal(forwardedAnswer{Status: resp.Status, Body: resp.Body, RequestID: resp.RequestID,
-		RetryAfter: resp.RetryAfter, Message: resp.Message})
+		RetryAfter: resp.RetryAfter, Message: resp.Message, NotServed: resp.NotServed})
 	if err == nil {
 		err = m.Respond(data)
 	}

@@ -58,3 +58,21 @@ func TestAForwardedRequestEndsWhenItsOwnerLosesThePartition(t *testing.T) {
 		})
 	}
 }
+
+// A node's answer that it does not serve the request's agent goes back as
+// such, and Forward reports no owner (the caller sends it again), not an
+// answer to pass on.
+func TestANotServedAnswerIsNoOwner(t *testing.T) {
+	nc := jstest.Server(t)
+	sub, err := nc.Subscribe(ForwardSubject("b"), func(m *nats.Msg) {
+		reply(m, api.Response{Status: 503, Body: []byte(`{}`), NotServed: true}, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	f := NewForwarder(nc, func(string) bool { return false }, func(string) string { return "b" })
+	if _, err := f.Forward(&api.Request{Deadline: time.Now().Add(20 * time.Second)}, "agt_1"); !errors.Is(err, api.ErrNoOwner) {
+		t.Fatalf("Forward: %v, want ErrNoOwner", err)
+	}
+}
