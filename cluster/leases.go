@@ -106,6 +106,12 @@ type Leases struct {
 	// it. A watch that does not show it within half a round has stalled.
 	unseen   uint64
 	unseenAt time.Time
+	// nudged asks run to read the view afresh (Nudge); reloaded is when
+	// it last tried, and reloadFailed whether that failed (only run
+	// touches them).
+	nudged       chan struct{}
+	reloaded     time.Time
+	reloadFailed bool
 	// owners is each partition's owner in view, for Owner; members the
 	// live nodes in view, for Members.
 	owners  atomic.Pointer[[]string]
@@ -181,7 +187,7 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 	}
 	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
 		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), nudged: make(chan struct{}, 1)}
 	// The bucket as it is now, before the first round: a node that starts
 	// must see the leases already held, or it would count itself alone.
 	w, view, err := l.watch(nil)
@@ -226,6 +232,20 @@ func (l *Leases) Owner(p int) string {
 	}
 	return ""
 }
+
+// Nudge tells the node that its view may be stale: a request found no
+// owner for a partition, or its owner refused it. The view is read afresh
+// soon, at most once every nudgeGap.
+func (l *Leases) Nudge() {
+	select {
+	case l.nudged <- struct{}{}:
+	default:
+	}
+}
+
+// nudgeGap is the least time between two reads of the view that Nudge
+// asks for: requests waiting on a handover nudge every 20 ms.
+const nudgeGap = 250 * time.Millisecond
 
 // Stop hands every partition over (Release, then the lease deleted so
 // another node takes it at once), removes this node's heartbeat and
@@ -277,13 +297,27 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			if e != nil && l.observe(e) {
 				l.round(since)
 			}
+		case <-l.nudged:
+			// A failed read waited out the bucket's timeout: the next
+			// one waits a round, so that renewals are not held up.
+			gap := nudgeGap
+			if l.reloadFailed {
+				gap = l.cfg.Renew
+			}
+			if time.Since(l.reloaded) >= gap {
+				w = l.reload(w)
+			}
 		case <-tick.C:
 			// A watch can stall without ending (JetStream moving the
 			// bucket's leader): it is started again when it has not shown
 			// this node's own heartbeat in time, and now and then anyway;
 			// and every round while there is no watch at all.
 			_, none := w.(idleWatcher)
-			if rounds++; none || l.stalled() || rounds%l.cfg.rewatch == 0 {
+			stalled := l.stalled()
+			if stalled {
+				l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
+			}
+			if rounds++; none || stalled || rounds%l.cfg.rewatch == 0 {
 				w = l.reload(w)
 			}
 			l.round(since)
@@ -318,13 +352,14 @@ func (l *Leases) stalled() bool {
 // reload replaces w with a new watch and the view with what it reads
 // first; if the bucket does not answer in time, w and the view are kept.
 func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
+	l.reloaded = time.Now()
 	nw, view, err := l.watch(time.After(l.opTimeout()))
-	if err != nil {
+	if l.reloadFailed = err != nil; l.reloadFailed {
 		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
 		return w
 	}
 	_ = w.Stop()
-	l.unseen = 0 // the view is as of now
+	l.unseen = 0 // the view is as of its start
 	for key, v := range view {
 		view[key] = l.sinceFirstSeen(key, v)
 	}

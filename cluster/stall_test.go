@@ -91,3 +91,51 @@ func TestAStalledWatchIsStartedAgain(t *testing.T) {
 		return true
 	})
 }
+
+// A nudge (a request found no owner, or its owner refused it) reads the
+// view afresh at once, whatever the watch: here a stalled one, in a
+// cluster whose rounds are too far apart to notice it in time.
+func TestANudgeReadsTheViewAfresh(t *testing.T) {
+	const ttl = 2 * time.Minute // rounds 40 s apart
+	kv := &stallingKV{KeyValue: leaseBucketTTL(t, startJetStream(t), ttl)}
+	start := func(id string, kv jetstream.KeyValue) *Leases {
+		l, err := StartLeases(kv, LeaseConfig{Node: id, Partitions: 4, TTL: ttl, rewatch: 1 << 30,
+			Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = l.Stop(ctx)
+		})
+		return l
+	}
+	a := start("a", kv)
+	b := start("b", kv.KeyValue)
+	eventually(t, "a and b own two partitions each", func() bool { return len(a.Owned()) == 2 && len(b.Owned()) == 2 })
+	eventually(t, "a sees b's partitions", func() bool {
+		for p := range 4 {
+			if a.Owner(p) == "" {
+				return false
+			}
+		}
+		return true
+	})
+	gone := b.Owned()
+	kv.stall()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Nudge()
+	eventually(t, "a sees b's partitions handed over", func() bool {
+		for _, p := range gone {
+			if a.Owner(p) != "" {
+				return false
+			}
+		}
+		return true
+	})
+}

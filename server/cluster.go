@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,9 +51,13 @@ type ClusterConfig struct {
 
 // clusterNode is what a cluster node runs besides a single node's parts.
 type clusterNode struct {
-	cfg      ClusterConfig
-	logger   *slog.Logger
-	js       jetstream.JetStream
+	cfg    ClusterConfig
+	logger *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	// embedded is set when the node runs its own NATS server, named
+	// after the node, which stops with it.
+	embedded bool
 	meta     cluster.Meta
 	replicas int
 	agents   *jslog.Agents
@@ -63,6 +68,7 @@ type clusterNode struct {
 	judge    *nats.Subscription // ServeJudgeRequests
 	// judgeTurn rotates the node relayJudge asks first.
 	judgeTurn atomic.Uint32
+	stopOnce  sync.Once
 }
 
 // replicas is the copies to keep, given nc, Plaudit's connection.
@@ -95,7 +101,8 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterNode{cfg: cfg, logger: s.cfg.Logger, js: js, replicas: cfg.replicas(s.nc, s.cfg.NATSURL != "")}
+	c := &clusterNode{cfg: cfg, logger: s.cfg.Logger, nc: s.nc, js: js, embedded: s.cfg.NATSURL == "",
+		replicas: cfg.replicas(s.nc, s.cfg.NATSURL != "")}
 	want := cluster.Meta{Name: cfg.Name, Partitions: cfg.Partitions, LeaseTTLMillis: cfg.LeaseTTL.Milliseconds()}
 	deadline := time.Now().Add(cfg.JoinTimeout)
 	var created bool
@@ -203,6 +210,13 @@ func (c *clusterNode) owner(agentID string) string {
 		return ""
 	}
 	return c.leases.Owner(c.partition(agentID))
+}
+
+// stale tells the leases that the owner they named did not hold.
+func (c *clusterNode) stale() {
+	if c.leases != nil {
+		c.leases.Nudge()
+	}
 }
 
 // startLeases starts taking partitions: each one taken has its log fenced
@@ -353,17 +367,74 @@ func (c *clusterNode) relayJudge(nc *nats.Conn, ws, subject string, data []byte,
 }
 
 // stop hands the node's partitions over and stops serving forwarded
-// requests.
-func (c *clusterNode) stop() {
+// requests; it does so once, however often it is called (Close twice).
+func (c *clusterNode) stop() { c.stopOnce.Do(c.stopNow) }
+
+func (c *clusterNode) stopNow() {
 	if c.fwd != nil {
 		_ = c.fwd.Unsubscribe()
 	}
 	if c.judge != nil {
 		_ = c.judge.Unsubscribe()
 	}
+	if c.embedded {
+		c.stepDown()
+	}
 	if c.leases != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = c.leases.Stop(ctx)
+	}
+}
+
+// stepDownTime bounds stepDown: about 200 ms with the cluster's quorum, and
+// without it the node's last moves would only wait for it.
+const stepDownTime = time.Second
+
+// stepDown moves the leadership of every stream this node's embedded
+// server leads (partition logs, the lease bucket, the directory) to the
+// other servers, and waits until none is led by it, or stepDownTime. It
+// runs before the partitions are handed over. A stream request that a
+// leader takes as it stops is never answered, and the others' watches of
+// the lease bucket would go silent for 10 s with their consumer's server:
+// after stepDown the new owners open their logs, and the others see the
+// leases go, through servers that stay.
+func (c *clusterNode) stepDown() {
+	ctx, cancel := context.WithTimeout(context.Background(), stepDownTime)
+	defer cancel()
+	me := c.cfg.Node // the embedded server's name (natsdoor.Cluster)
+	for asked := false; ; asked = true {
+		var led []string
+		streams := c.js.ListStreams(ctx)
+		for info := range streams.Info() {
+			if info.Cluster != nil && info.Cluster.Leader == me && info.Config.Replicas > 1 {
+				led = append(led, info.Config.Name)
+			}
+		}
+		if err := streams.Err(); err != nil {
+			c.logger.Warn("handing stream leadership over", "component", "cluster", "err", err)
+			return
+		}
+		if len(led) == 0 {
+			if asked {
+				c.logger.Info("stream leadership handed over", "component", "cluster")
+			}
+			return
+		}
+		if !asked {
+			for _, name := range led {
+				// The answer comes once the step down has begun; the
+				// listing above is what tells it is done.
+				if _, err := c.nc.RequestWithContext(ctx, "$JS.API.STREAM.LEADER.STEPDOWN."+name, nil); err != nil {
+					c.logger.Warn("handing a stream's leadership over", "component", "cluster", "stream", name, "err", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			c.logger.Warn("handing stream leadership over", "component", "cluster", "still_led", len(led), "err", ctx.Err())
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -217,7 +217,7 @@ func (s *Server) start() (err error) {
 		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition,
 		AccessLog: cfg.AccessLog}
 	if s.cluster != nil {
-		apiCfg.Router = natsdoor.NewForwarder(s.nc, s.cluster.serves, s.cluster.owner)
+		apiCfg.Router = natsdoor.NewForwarder(s.nc, s.cluster.serves, s.cluster.owner, s.cluster.stale)
 		apiCfg.Cluster = s.cluster.status
 	}
 	s.service, err = api.New(apiCfg, s.registry, s.tenancy, store)

@@ -65,12 +65,19 @@ type Forwarder struct {
 	// partition), "" when none does.
 	owner func(agentID string) string
 	local func(agentID string) bool
+	// stale is told when owner's answer did not hold: no owner, or one
+	// that is gone or does not serve the agent (the leases' view may lag).
+	stale func()
 }
 
 // NewForwarder returns a Forwarder sending on nc (Plaudit's own
-// connection), with local and owner answering for the cluster's leases.
-func NewForwarder(nc *nats.Conn, local func(agentID string) bool, owner func(agentID string) string) *Forwarder {
-	return &Forwarder{nc: nc, local: local, owner: owner}
+// connection), with local and owner answering for the cluster's leases,
+// and stale told when owner's answer did not hold (nil: nobody).
+func NewForwarder(nc *nats.Conn, local func(agentID string) bool, owner func(agentID string) string, stale func()) *Forwarder {
+	if stale == nil {
+		stale = func() {}
+	}
+	return &Forwarder{nc: nc, local: local, owner: owner, stale: stale}
 }
 
 // Local implements api.Router.
@@ -81,6 +88,7 @@ func (f *Forwarder) Local(agentID string) bool { return f.local(agentID) }
 func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, error) {
 	node := f.owner(agentID)
 	if node == "" {
+		f.stale()
 		return api.Response{}, api.ErrNoOwner
 	}
 	fw := forwarded{Op: req.Op, KeyID: req.Principal.KeyID, ProfileID: req.Principal.ProfileID,
@@ -102,7 +110,9 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 	go f.watchOwner(ctx, cancel, &moved, agentID, node)
 	msg, err := f.nc.RequestWithContext(ctx, ForwardSubject(node), data)
 	if errors.Is(err, nats.ErrNoResponders) {
-		// The owner stopped, and its lease has not expired yet.
+		// The owner stopped, and its lease has not expired yet (or
+		// this node has not seen it go).
+		f.stale()
 		return api.Response{}, fmt.Errorf("node %s gone: %w", node, api.ErrNoOwner)
 	}
 	if err != nil && moved.Load() {
@@ -117,6 +127,7 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 	}
 	if ans.NotServed {
 		// Still taking the partition, or it let it go: nothing was done.
+		f.stale()
 		return api.Response{}, fmt.Errorf("node %s does not serve it: %w", node, api.ErrNoOwner)
 	}
 	return api.Response{Status: ans.Status, Body: ans.Body, RequestID: ans.RequestID, RetryAfter: ans.RetryAfter,

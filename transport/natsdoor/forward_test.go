@@ -40,7 +40,7 @@ func TestAForwardedRequestEndsWhenItsOwnerLosesThePartition(t *testing.T) {
 			defer func() { _ = sub.Unsubscribe() }()
 			var owner atomic.Value
 			owner.Store("b")
-			f := NewForwarder(nc, func(string) bool { return false }, func(string) string { return owner.Load().(string) })
+			f := NewForwarder(nc, func(string) bool { return false }, func(string) string { return owner.Load().(string) }, nil)
 			if tc.moveAfter > 0 {
 				time.AfterFunc(tc.moveAfter, func() { owner.Store("c") })
 			}
@@ -61,7 +61,7 @@ func TestAForwardedRequestEndsWhenItsOwnerLosesThePartition(t *testing.T) {
 
 // A node's answer that it does not serve the request's agent goes back as
 // such, and Forward reports no owner (the caller sends it again), not an
-// answer to pass on.
+// answer to pass on; the owners it was sent by are reported stale.
 func TestANotServedAnswerIsNoOwner(t *testing.T) {
 	nc := jstest.Server(t)
 	sub, err := nc.Subscribe(ForwardSubject("b"), func(m *nats.Msg) {
@@ -71,8 +71,12 @@ func TestANotServedAnswerIsNoOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	f := NewForwarder(nc, func(string) bool { return false }, func(string) string { return "b" })
+	var stale atomic.Int32
+	f := NewForwarder(nc, func(string) bool { return false }, func(string) string { return "b" }, func() { stale.Add(1) })
 	if _, err := f.Forward(&api.Request{Deadline: time.Now().Add(20 * time.Second)}, "agt_1"); !errors.Is(err, api.ErrNoOwner) {
 		t.Fatalf("Forward: %v, want ErrNoOwner", err)
+	}
+	if stale.Load() != 1 {
+		t.Errorf("the owner's refusal told stale %d times, want once", stale.Load())
 	}
 }
