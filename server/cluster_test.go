@@ -343,6 +343,22 @@ func TestANodeThatStopsHandsItsAgentsToTheOthers(t *testing.T) {
 			fmt.Sprintf(`{"kind": "human.rating", "value": 5, "run_id": %q, "dedup_key": "before"}`, run))
 		agents, runs = append(agents, agent), append(runs, run)
 	}
+	// Before it hands its partitions over, a stopping node's server gives
+	// up leading streams (stepDown, the first thing Close does in a
+	// cluster), so the new owners and the others' watches do not go
+	// through a server about to stop.
+	nodes[1].cluster.stepDown()
+	streams := nodes[0].cluster.js.ListStreams(context.Background())
+	listed := 0
+	for info := range streams.Info() {
+		listed++
+		if info.Cluster != nil && info.Cluster.Leader == "n1" {
+			t.Errorf("stream %s still led by n1 after its step-down", info.Config.Name)
+		}
+	}
+	if err := streams.Err(); err != nil || listed == 0 {
+		t.Fatalf("listing the streams: %d, %v", listed, err)
+	}
 	if err := nodes[1].Close(); err != nil {
 		t.Fatal(err)
 	}
