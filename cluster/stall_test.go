@@ -139,3 +139,50 @@ func TestANudgeReadsTheViewAfresh(t *testing.T) {
 		return true
 	})
 }
+
+// hangingKV is a bucket whose lease renewals (Update) can be made to hang
+// until their context ends, as they do while the bucket's stream elects a
+// new leader.
+type hangingKV struct {
+	jetstream.KeyValue
+	hang atomic.Bool
+}
+
+func (kv *hangingKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	if kv.hang.Load() {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	return kv.KeyValue.Update(ctx, key, value, rev)
+}
+
+// A lease whose renewals hang past its time is not served meanwhile, but
+// is not given up either: the renewal that lands once the bucket answers
+// again, at the lease's revision, shows that no one took it, and the
+// partition is served again, at the same epoch, without being released.
+func TestALeaseRenewedLateIsKept(t *testing.T) {
+	// The bucket keeps entries a minute, so that only the renewals, not
+	// an expiry, decide.
+	kv := &hangingKV{KeyValue: leaseBucketTTL(t, startJetStream(t), time.Minute)}
+	var released atomic.Int32
+	a, err := StartLeases(kv, LeaseConfig{Node: "a", Partitions: 1, TTL: testTTL,
+		Logger:  slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", "a"),
+		Release: func(int) { released.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	eventually(t, "a owns partition 0", func() bool { _, ok := a.Owns(0); return ok })
+	epoch, _ := a.Owns(0)
+	kv.hang.Store(true)
+	eventually(t, "a stops serving partition 0", func() bool { _, ok := a.Owns(0); return !ok })
+	kv.hang.Store(false)
+	eventually(t, "a serves partition 0 again", func() bool { _, ok := a.Owns(0); return ok })
+	if e, _ := a.Owns(0); e != epoch || released.Load() != 0 {
+		t.Errorf("after the late renewal: epoch %d (was %d), %d releases; want the same epoch, none", e, epoch, released.Load())
+	}
+}
