@@ -291,43 +291,36 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 				// The watch ended (a lost connection): watch again, or if
 				// the bucket does not answer now, keep renewing on the
 				// ticker until the next reload.
-				w, _ = l.reload(idleWatcher{}, l.opTimeout())
+				w = l.reload(idleWatcher{})
 				continue
 			}
 			if e != nil && l.observe(e) {
 				l.round(since)
 			}
 		case <-l.nudged:
-			// After a failed read the next one waits a round: reads that
-			// time out one after another would hold the renewals up.
+			// A failed read waited out the bucket's timeout: the next
+			// one waits a round, so that renewals are not held up.
 			gap := nudgeGap
 			if l.reloadFailed {
 				gap = l.cfg.Renew
 			}
 			if time.Since(l.reloaded) >= gap {
-				w, _ = l.reload(w, l.quickTimeout())
+				w = l.reload(w)
 			}
 		case <-tick.C:
-			// The renewals first, whatever the watch.
-			l.round(since)
 			// A watch can stall without ending (JetStream moving the
 			// bucket's leader): it is started again when it has not shown
 			// this node's own heartbeat in time, and now and then anyway;
 			// and every round while there is no watch at all.
 			_, none := w.(idleWatcher)
-			rounds++
-			switch {
-			case l.stalled() && (!l.reloadFailed || time.Since(l.reloaded) >= l.cfg.Renew):
+			stalled := l.stalled()
+			if stalled {
 				l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
-				var ok bool
-				if w, ok = l.reload(w, l.quickTimeout()); ok {
-					// What the stalled watch did not show may be free.
-					l.reap()
-					l.balance()
-				}
-			case none || rounds%l.cfg.rewatch == 0:
-				w, _ = l.reload(w, l.opTimeout())
 			}
+			if rounds++; none || stalled || rounds%l.cfg.rewatch == 0 {
+				w = l.reload(w)
+			}
+			l.round(since)
 		}
 	}
 }
@@ -356,20 +349,14 @@ func (l *Leases) stalled() bool {
 	return l.unseen != 0 && time.Since(l.unseenAt) >= l.cfg.Renew/2
 }
 
-// quickTimeout bounds the reads of the view that a stall or a nudge asks
-// for: a healthy bucket answers in milliseconds, and one that does not
-// must not hold the lease loop up for long.
-func (l *Leases) quickTimeout() time.Duration { return l.opTimeout() / 4 }
-
 // reload replaces w with a new watch and the view with what it reads
-// first, and reports whether it did; if the bucket does not answer within
-// timeout, w and the view are kept.
-func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstream.KeyWatcher, bool) {
+// first; if the bucket does not answer in time, w and the view are kept.
+func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
 	l.reloaded = time.Now()
-	nw, view, err := l.watch(time.After(timeout))
+	nw, view, err := l.watch(time.After(l.opTimeout()))
 	if l.reloadFailed = err != nil; l.reloadFailed {
 		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
-		return w, false
+		return w
 	}
 	_ = w.Stop()
 	l.unseen = 0 // the view is as of its start
@@ -378,7 +365,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstrea
 	}
 	l.view = view
 	l.publishOwners()
-	return nw, true
+	return nw
 }
 
 // watch starts a watch of the bucket and reads the entries it holds now,
@@ -511,24 +498,18 @@ func (l *Leases) round(since time.Time) {
 		g.Lock()
 		g.Unlock() //nolint:staticcheck // an empty critical section: the wait is the point
 	}
-	// The leases are renewed together, beside the heartbeat: one after
-	// another, while the bucket did not answer (its leader paused, a new
-	// one being elected) each waited out its timeout in turn, and the
-	// last ones ran out before their turn came.
-	var renewals sync.WaitGroup
-	for p := range l.owned {
-		if ls := l.owned[p].Load(); ls != nil {
-			renewals.Go(func() { l.renew(p, ls) })
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
 	rev, err := l.kv.Put(ctx, nodeKey(l.cfg.Node), l.value(since))
 	cancel()
-	renewals.Wait()
 	if err != nil {
 		l.cfg.Logger.Warn("renewing the node's heartbeat", "component", "cluster", "err", err)
 	} else {
 		l.wrote(rev)
+	}
+	for p := range l.owned {
+		if ls := l.owned[p].Load(); ls != nil {
+			l.renew(p, ls)
+		}
 	}
 	if err == nil {
 		l.reap()
@@ -586,38 +567,12 @@ func (l *Leases) reap() {
 }
 
 // renew rewrites p's lease at its revision. A lease taken or expired is
-// lost at once.
-//
-// While the bucket does not answer (its leader paused or gone, a new one
-// being elected), renew tries again every quickTimeout, past the lease's
-// time too: Owns reports p as not held from then on, but a renewal that
-// lands at the lease's revision shows that no one took it meanwhile (a
-// take or an expiry changes the revision), and the partition is served
-// again without being released and taken anew. One that has not landed a
-// TTL after its time is given up. The leases of a node are renewed side
-// by side (round).
+// lost at once; one that could not be written (the cluster unreachable) is
+// kept until its validity ends, then lost.
 func (l *Leases) renew(p int, ls *lease) {
-	giveUp := ls.until.Add(l.cfg.TTL)
-	for {
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), l.quickTimeout())
-		done := l.renewOnce(ctx, p, ls, start, !start.Before(giveUp))
-		cancel()
-		if done {
-			return
-		}
-		select {
-		case <-l.stop: // stopping: what is held is handed over or left to expire
-			return
-		case <-time.After(time.Until(start.Add(l.quickTimeout()))): // an attempt a quickTimeout
-		}
-	}
-}
-
-// renewOnce is one attempt of renew, and reports whether it settled the
-// lease (renewed or lost); a failed attempt that does not show the lease
-// gone is not settled unless last.
-func (l *Leases) renewOnce(ctx context.Context, p int, ls *lease, start time.Time, last bool) bool {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
+	defer cancel()
 	rev, err := l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), ls.rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		// An earlier renewal that timed out may have landed: the lease is
@@ -634,13 +589,12 @@ func (l *Leases) renewOnce(ctx context.Context, p int, ls *lease, start time.Tim
 		errors.Is(err, jetstream.ErrKeyDeleted):
 		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err)
 		l.lose(p)
-	case !last:
-		return false // the bucket did not answer, or not yet
-	default:
+	case !time.Now().Before(ls.until):
 		l.cfg.Logger.Warn("partition lease not renewed in time", "component", "cluster", "partition", p, "err", err)
 		l.lose(p)
+	default:
+		l.cfg.Logger.Warn("renewing a partition lease", "component", "cluster", "partition", p, "err", err)
 	}
-	return true
 }
 
 // lose stops reporting p as owned at once and releases it in the
