@@ -87,6 +87,23 @@ func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, g
 	return n
 }
 
+// startLeases starts Leases on kv as cfg says, logging as its node, and
+// stops them when the test ends.
+func startLeases(t *testing.T, kv jetstream.KeyValue, cfg LeaseConfig) *Leases {
+	t.Helper()
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", cfg.Node)
+	l, err := StartLeases(kv, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.Stop(ctx)
+	})
+	return l
+}
+
 // releases returns the partitions released so far, in release order.
 func (n *node) releases() []int {
 	n.mu.Lock()
@@ -277,18 +294,7 @@ func TestASlowFailedAcquireStillHandsThePartitionBack(t *testing.T) {
 	const ttl = time.Minute
 	kv := leaseBucketTTL(t, startJetStream(t), ttl)
 	start := func(id string, acquire func(p int, epoch uint64) error) *Leases {
-		l, err := StartLeases(kv, LeaseConfig{Node: id, Partitions: 2, TTL: ttl,
-			Logger:  slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
-			Acquire: acquire, Release: func(int) {}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = l.Stop(ctx)
-		})
-		return l
+		return startLeases(t, kv, LeaseConfig{Node: id, Partitions: 2, TTL: ttl, Acquire: acquire})
 	}
 	tried := make(chan struct{}, 1)
 	start("a", func(p int, _ uint64) error {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,16 +63,7 @@ func (kv *stallingKV) stall() {
 // its own new ones included, without waiting for the periodic re-read.
 func TestAStalledWatchIsStartedAgain(t *testing.T) {
 	kv := &stallingKV{KeyValue: leaseBucket(t, startJetStream(t))}
-	a, err := StartLeases(kv, LeaseConfig{Node: "a", Partitions: 4, TTL: testTTL, rewatch: 1 << 30,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", "a")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx)
-	})
+	a := startLeases(t, kv, LeaseConfig{Node: "a", Partitions: 4, TTL: testTTL, rewatch: 1 << 30})
 	b := startNode(t, kv.KeyValue, "b", 4, nil, nil)
 	eventually(t, "a and b own two partitions each", func() bool { return len(a.Owned()) == 2 && len(b.Owned()) == 2 })
 	kv.stall()
@@ -99,17 +89,7 @@ func TestANudgeReadsTheViewAfresh(t *testing.T) {
 	const ttl = 2 * time.Minute // rounds 40 s apart
 	kv := &stallingKV{KeyValue: leaseBucketTTL(t, startJetStream(t), ttl)}
 	start := func(id string, kv jetstream.KeyValue) *Leases {
-		l, err := StartLeases(kv, LeaseConfig{Node: id, Partitions: 4, TTL: ttl, rewatch: 1 << 30,
-			Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = l.Stop(ctx)
-		})
-		return l
+		return startLeases(t, kv, LeaseConfig{Node: id, Partitions: 4, TTL: ttl, rewatch: 1 << 30})
 	}
 	a := start("a", kv)
 	b := start("b", kv.KeyValue)
