@@ -57,9 +57,7 @@ func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, g
 	check func(p int, epoch uint64) error) *node {
 	t.Helper()
 	n := &node{acquired: map[int]uint64{}}
-	var err error
-	n.Leases, err = StartLeases(kv, LeaseConfig{Node: id, Partitions: partitions, TTL: testTTL, gate: gate,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
+	n.Leases = startLeases(t, kv, LeaseConfig{Node: id, Partitions: partitions, TTL: testTTL, gate: gate,
 		Acquire: func(p int, epoch uint64) error {
 			if check != nil {
 				if err := check(p, epoch); err != nil {
@@ -76,14 +74,6 @@ func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, g
 			defer n.mu.Unlock()
 			n.released = append(n.released, p)
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = n.Stop(ctx)
-	})
 	return n
 }
 
