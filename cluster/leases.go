@@ -291,36 +291,44 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 				// The watch ended (a lost connection): watch again, or if
 				// the bucket does not answer now, keep renewing on the
 				// ticker until the next reload.
-				w = l.reload(idleWatcher{})
+				w, _ = l.reload(idleWatcher{}, l.opTimeout())
 				continue
 			}
 			if e != nil && l.observe(e) {
 				l.round(since)
 			}
 		case <-l.nudged:
-			// A failed read waited out the bucket's timeout: the next
-			// one waits a round, so that renewals are not held up.
+			// After a failed read the next one waits a round: reads that
+			// time out one after another would hold the renewals up.
 			gap := nudgeGap
 			if l.reloadFailed {
 				gap = l.cfg.Renew
 			}
 			if time.Since(l.reloaded) >= gap {
-				w = l.reload(w)
+				w, _ = l.reload(w, l.quickTimeout())
 			}
 		case <-tick.C:
+			// The renewals first, whatever the watch.
+			l.round(since)
 			// A watch can stall without ending (JetStream moving the
 			// bucket's leader): it is started again when it has not shown
-			// this node's own heartbeat in time, and now and then anyway;
-			// and every round while there is no watch at all.
+			// this node's own heartbeat in time (but not again within a
+			// round of a read that failed), and now and then anyway; and
+			// every round while there is no watch at all.
 			_, none := w.(idleWatcher)
-			stalled := l.stalled()
-			if stalled {
+			rounds++
+			switch {
+			case l.stalled() && (!l.reloadFailed || time.Since(l.reloaded) >= l.cfg.Renew):
 				l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
+				var ok bool
+				if w, ok = l.reload(w, l.quickTimeout()); ok {
+					// What the stalled watch did not show may be free.
+					l.reap()
+					l.balance()
+				}
+			case none || rounds%l.cfg.rewatch == 0:
+				w, _ = l.reload(w, l.opTimeout())
 			}
-			if rounds++; none || stalled || rounds%l.cfg.rewatch == 0 {
-				w = l.reload(w)
-			}
-			l.round(since)
 		}
 	}
 }
@@ -349,14 +357,20 @@ func (l *Leases) stalled() bool {
 	return l.unseen != 0 && time.Since(l.unseenAt) >= l.cfg.Renew/2
 }
 
+// quickTimeout bounds the reads of the view that a stall or a nudge asks
+// for: a healthy bucket answers in milliseconds, and one that does not
+// must not hold the lease loop up for long.
+func (l *Leases) quickTimeout() time.Duration { return l.opTimeout() / 4 }
+
 // reload replaces w with a new watch and the view with what it reads
-// first; if the bucket does not answer in time, w and the view are kept.
-func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
+// first, and reports whether it did; if the bucket does not answer within
+// timeout, w and the view are kept.
+func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstream.KeyWatcher, bool) {
 	l.reloaded = time.Now()
-	nw, view, err := l.watch(time.After(l.opTimeout()))
+	nw, view, err := l.watch(time.After(timeout))
 	if l.reloadFailed = err != nil; l.reloadFailed {
 		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
-		return w
+		return w, false
 	}
 	_ = w.Stop()
 	l.unseen = 0 // the view is as of its start
@@ -365,7 +379,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher) jetstream.KeyWatcher {
 	}
 	l.view = view
 	l.publishOwners()
-	return nw
+	return nw, true
 }
 
 // watch starts a watch of the bucket and reads the entries it holds now,

@@ -244,28 +244,10 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 	return err
 }
 
-// openLog opens partition p's log and fences it at epoch, in attempts of
-// a quarter of the time a take may take (a third of the lease): a request
-// that the stream's leader took as it stepped down (a node handing its
-// partitions over and stopping) is never answered, and one attempt would
-// wait out the whole take for it. A fence above epoch ends the take at
-// once: this lease is already superseded.
+// openLog opens partition p's log and fences it at epoch, within a third
+// of the lease (the time a take may take).
 func (c *clusterNode) openLog(p int, epoch uint64) (*jslog.Log, error) {
-	take := c.meta.LeaseTTL() / 3
-	deadline := time.Now().Add(take)
-	for {
-		l, err := c.tryOpenLog(p, epoch, take/4)
-		if err == nil || errors.Is(err, jslog.ErrFenced) || time.Until(deadline) < take/4 {
-			return l, err
-		}
-		c.logger.Info("opening a partition's log again", "component", "cluster", "partition", p, "err", err)
-		time.Sleep(take / 40)
-	}
-}
-
-// tryOpenLog is one attempt of openLog, bounded by timeout.
-func (c *clusterNode) tryOpenLog(p int, epoch uint64, timeout time.Duration) (*jslog.Log, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.meta.LeaseTTL()/3)
 	defer cancel()
 	l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
 	if err != nil {
