@@ -232,6 +232,9 @@ func (s *Service) fail(req *Request, err error) Response {
 		// Shedding load is working as designed, and a line per shed
 		// request would add to the load: 150k lines in 15 s of overload.
 		s.cfg.Logger.Debug("request shed", "request_id", req.RequestID, "err", err)
+	case resp.NotServed:
+		// Part of a handover: the sender sends it again, every 20 ms.
+		s.cfg.Logger.Debug("forwarded request not served here", "request_id", req.RequestID, "err", err)
 	case resp.Status >= 500:
 		s.cfg.Logger.Error("request failed", "request_id", req.RequestID, "err", err)
 	}
