@@ -298,13 +298,7 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 				l.round(since)
 			}
 		case <-l.nudged:
-			// After a failed read the next one waits a round: reads that
-			// time out one after another would hold the renewals up.
-			gap := nudgeGap
-			if l.reloadFailed {
-				gap = l.cfg.Renew
-			}
-			if time.Since(l.reloaded) >= gap {
+			if l.reloadDue(nudgeGap) {
 				w, _ = l.reload(w, l.quickTimeout())
 			}
 		case <-tick.C:
@@ -318,7 +312,7 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			_, none := w.(idleWatcher)
 			rounds++
 			switch {
-			case l.stalled() && (!l.reloadFailed || time.Since(l.reloaded) >= l.cfg.Renew):
+			case l.stalled() && l.reloadDue(0):
 				l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
 				var ok bool
 				if w, ok = l.reload(w, l.quickTimeout()); ok {
@@ -355,6 +349,16 @@ func (l *Leases) saw(rev uint64) {
 // view (and so routing) would lag until the next reload.
 func (l *Leases) stalled() bool {
 	return l.unseen != 0 && time.Since(l.unseenAt) >= l.cfg.Renew/2
+}
+
+// reloadDue reports whether a read of the view asked for now may run: gap
+// after the last one, or a round after one that failed (reads that time
+// out one after another would hold the renewals up).
+func (l *Leases) reloadDue(gap time.Duration) bool {
+	if l.reloadFailed {
+		gap = max(gap, l.cfg.Renew)
+	}
+	return time.Since(l.reloaded) >= gap
 }
 
 // quickTimeout bounds the reads of the view that a stall or a nudge asks
