@@ -340,6 +340,51 @@ func TestABatchWhoseUniqueKeyIsTakenWritesNothing(t *testing.T) {
 	}
 }
 
+// A batch retried while its keys are held by claims of failed writes whose
+// windows end at different times gets through once the last has passed:
+// each try that finds one key free and another held releases the one it
+// took, rather than holding it against the next try.
+func TestARetryGetsThroughKeysFreedAtDifferentTimes(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	deposed := clockedStore(t, js, &c, 1)
+	owner := clockedStore(t, js, &c, 2) // fences every partition: the first node's appends fail
+	key := func(name, value string) persist.KV {
+		return persist.KV{Key: []byte("runext/default/" + name), Value: []byte(value), Unique: true}
+	}
+	failed := func(name string) {
+		t.Helper()
+		if err := deposed.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
+			Index: []persist.KV{key(name, "run_a")}}); err == nil || errors.Is(err, persist.ErrExists) {
+			t.Fatalf("a deposed node's append claiming %s: %v; want a failed append", name, err)
+		}
+	}
+	failed("k1") // held until 60s
+	c.advance(30 * time.Second)
+	failed("k2") // held until 90s
+	for try := range 12 {
+		c.advance(10 * time.Second) // tries at 40s, 50s, …, 150s
+		run := fmt.Sprintf("run_b%d", try)
+		err := owner.Append(persist.Batch{Agent: "agt_b", First: 1, Events: [][]byte{[]byte("e1")},
+			Index: []persist.KV{key("k1", run), key("k2", run)}})
+		switch {
+		case err == nil:
+			if at := 40 + 10*try; at < 90 {
+				t.Fatalf("the try at %ds got through, inside k2's window", at)
+			}
+			for _, k := range []string{"k1", "k2"} {
+				if v, err := owner.Get([]byte("runext/default/" + k)); err != nil || string(v) != run {
+					t.Errorf("%s reads %q, %v; want %s", k, v, err, run)
+				}
+			}
+			return
+		case !errors.Is(err, persist.ErrExists):
+			t.Fatalf("try %d: %v", try, err)
+		}
+	}
+	t.Fatal("no try got through in a minute past the last window")
+}
+
 // A directory stream made before claims had subjects of their own gets
 // them when a node opens it, and keeps what it held.
 func TestADirectoryFromBeforeClaimsTakesThem(t *testing.T) {
@@ -882,6 +927,12 @@ func TestABatchOfSeveralUniqueKeysWritesAllOrNone(t *testing.T) {
 	}
 	if r, err := s.Load("agt_b"); err != nil || len(r.Tail) != 0 {
 		t.Errorf("the refused batch's agent: %d events, %v; want none", len(r.Tail), err)
+	}
+	// Its other keys were released, not left to their window: another
+	// write takes them at once.
+	if err := s.Append(persist.Batch{Agent: "agt_c", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: ids("agt_c", "b1", "b2", "b4")}); err != nil {
+		t.Fatalf("the refused batch's other ids, claimed again at once: %v", err)
 	}
 }
 

@@ -152,9 +152,12 @@ func (s *Store) Put(kvs ...persist.KV) error {
 }
 
 // claim claims the unique keys of kvs for by's batch, all at once, and
-// returns the claims and the other entries: a key another write holds is
-// ErrExists (the others stay claimed, unconfirmed, as after any failed
-// batch).
+// returns the claims and the other entries. A key another write holds is
+// ErrExists. On any failure the keys claimed meanwhile are released, since
+// the batch will not be written. Left to their windows, they would refuse
+// the batch's retry, whose entries differ (a run made again has another
+// id); and a retry that took each key as its window passed, while another
+// key's had not, would hold them in turn, never all at once.
 func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, error) {
 	var rest, unique []persist.KV
 	for _, kv := range kvs {
@@ -170,6 +173,13 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 		return err
 	})
 	if err != nil {
+		// A release that fails leaves its claim to its window.
+		_ = each(len(claims), func(i int) error {
+			if claims[i].seq == 0 {
+				return nil // not claimed
+			}
+			return s.dir.Release(claims[i])
+		})
 		return nil, nil, err
 	}
 	return claims, rest, nil
