@@ -298,8 +298,10 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 	defer cancel()
 	for p := range c.meta.Partitions {
 		st.Owners = append(st.Owners, c.leases.Owner(p))
-		st.Logs = append(st.Logs, c.logState(ctx, p))
+		st.Logs = append(st.Logs, c.streamState(ctx, jslog.StreamName(p)))
 	}
+	st.Directory = c.streamState(ctx, jslog.DirStream)
+	st.Leases = c.streamState(ctx, "KV_"+cluster.LeaseBucket)
 	return st, nil
 }
 
@@ -307,11 +309,11 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 // status or one scrape of the metrics.
 const logStateTime = 2 * time.Second
 
-// logState is partition p's log as JetStream reports it; a log whose
+// streamState is a stream's state as JetStream reports it; a stream whose
 // state cannot be read by ctx's end (no leader) shows no leader and no
 // copies.
-func (c *clusterNode) logState(ctx context.Context, p int) api.ClusterLog {
-	ls, err := jslog.PartitionLogState(ctx, c.js, p)
+func (c *clusterNode) streamState(ctx context.Context, name string) api.ClusterLog {
+	ls, err := jslog.StreamState(ctx, c.js, name)
 	if err != nil {
 		return api.ClusterLog{}
 	}

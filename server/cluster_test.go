@@ -278,6 +278,14 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 		if len(logs) != 8 || messages == 0 {
 			t.Errorf("n%d shows %d partition logs holding %v messages, want 8 holding the writes", j, len(logs), messages)
 		}
+		// The directory's and the leases' streams: three copies each, the
+		// keys and the leases written above in them.
+		for _, name := range []string{"directory", "leases"} {
+			sm, _ := st[name].(map[string]any)
+			if sm == nil || sm["leader"] == nil || len(sm["replicas"].([]any)) != 2 || sm["messages"].(float64) == 0 {
+				t.Errorf("n%d: the %s's stream: %v, want a leader, two other copies and the writes", j, name, st[name])
+			}
+		}
 		c[j].as(key).must(403, "GET", "/v1/cluster", "")
 	}
 	// Each node's metrics show the partitions it owns, together all of them.

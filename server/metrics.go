@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/jslog"
 )
 
 // metricsRegistry gathers the server's metrics in a registry of its own
@@ -144,7 +145,7 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPartitionOwned, prometheus.GaugeValue, boolGauge(ok), label)
 		if ok {
 			ch <- prometheus.MustNewConstMetric(descPartitionEpoch, prometheus.GaugeValue, float64(epoch), label)
-			if l := c.logState(ctx, p); l.Leader != "" {
+			if l := c.streamState(ctx, jslog.StreamName(p)); l.Leader != "" {
 				var lag uint64
 				for _, r := range l.Replicas {
 					lag = max(lag, r.Lag)

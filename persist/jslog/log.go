@@ -243,7 +243,7 @@ func validBatch(b persist.Batch) error {
 	return nil
 }
 
-// LogState is a partition log's size and copies, as JetStream reports them.
+// LogState is a stream's size and copies, as JetStream reports them.
 type LogState struct {
 	Messages, Bytes uint64
 	Leader          string         // the server whose copy takes writes; "" while none does
@@ -257,11 +257,12 @@ type ReplicaState struct {
 	Lag     uint64 // operations behind the leader
 }
 
-// PartitionLogState reads partition p's log state.
-func PartitionLogState(ctx context.Context, js jetstream.JetStream, p int) (LogState, error) {
-	s, err := js.Stream(ctx, StreamName(p))
+// StreamState reads the state of one of the cluster's streams: a
+// partition's log (StreamName), the directory's, a bucket's.
+func StreamState(ctx context.Context, js jetstream.JetStream, name string) (LogState, error) {
+	s, err := js.Stream(ctx, name)
 	if err != nil {
-		return LogState{}, fmt.Errorf("jslog: partition %d: %w", p, err)
+		return LogState{}, fmt.Errorf("jslog: stream %s: %w", name, err)
 	}
 	info := s.CachedInfo()
 	st := LogState{Messages: info.State.Msgs, Bytes: info.State.Bytes}

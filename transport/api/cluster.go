@@ -19,10 +19,15 @@ type ClusterStatus struct {
 	// yet.
 	DirectoryLag uint64
 	Logs         []ClusterLog // each partition's log, by partition
+	// Directory and Leases are the streams of the directory and of the
+	// lease bucket: while the node that leads one is lost, its writes wait
+	// for JetStream to elect another (docs/cluster.md).
+	Directory, Leases ClusterLog
 }
 
-// ClusterLog is one partition's log: its size and its copies. Leader is ""
-// while no copy takes writes (or its state could not be read).
+// ClusterLog is one stream's state, a partition's log or another: its size
+// and its copies. Leader is "" while no copy takes writes (or its state
+// could not be read).
 type ClusterLog struct {
 	Messages, Bytes uint64
 	Leader          string
@@ -104,15 +109,21 @@ func appendCluster(b []byte, st ClusterStatus) []byte {
 		if p > 0 {
 			b = append(b, ',')
 		}
-		b = appendClusterLog(b, p, l)
+		b = append(b, '{')
+		b = jsonw.Key(b, "partition")
+		b = jsonw.Int(b, int64(p))
+		b = appendStreamState(b, l)
 	}
-	return append(b, "]}"...)
+	b = append(b, ']')
+	b = jsonw.Key(b, "directory")
+	b = appendStreamState(append(b, '{'), st.Directory)
+	b = jsonw.Key(b, "leases")
+	b = appendStreamState(append(b, '{'), st.Leases)
+	return append(b, '}')
 }
 
-func appendClusterLog(b []byte, p int, l ClusterLog) []byte {
-	b = append(b, '{')
-	b = jsonw.Key(b, "partition")
-	b = jsonw.Int(b, int64(p))
+// appendStreamState appends a stream's members, then closes its object.
+func appendStreamState(b []byte, l ClusterLog) []byte {
 	b = jsonw.Key(b, "messages")
 	b = jsonw.Int(b, int64(l.Messages))
 	b = jsonw.Key(b, "bytes")
