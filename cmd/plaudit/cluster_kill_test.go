@@ -240,7 +240,11 @@ func clusterUnderFault(t *testing.T, pause bool) {
 		movedMu  sync.Mutex
 		movedAt  time.Time
 	)
-	const victim = 1
+	// The victim leads the directory's stream: every keyed write then
+	// waits for JetStream to elect another leader, and the claims made
+	// around the fault must not keep an id from its retries.
+	victim := directoryLeader(t, hc, nodes)
+	t.Logf("the victim, %s, leads the directory", nodes[victim].name)
 	for w := range 12 {
 		wg.Add(1)
 		go func() {
@@ -399,7 +403,7 @@ func clusterUnderFault(t *testing.T, pause bool) {
 		}()
 	}
 	time.Sleep(2 * time.Second)
-	dead.Store(victim + 1)
+	dead.Store(int32(victim) + 1)
 	killedAt.Store(time.Now().UnixNano())
 	if pause {
 		nodes[victim].pause(t, true)
@@ -578,6 +582,27 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	nodes[victim].plaudit = launch(t, bin, nodes[victim].data, nodes[victim].name+"-again", nodes[victim].flags...)
 	nodes[victim].waitHealthy(t, 60*time.Second)
 	check("after the rejoin", []int{0, 1, 2})
+}
+
+// directoryLeader returns the index of the node whose copy of the
+// directory's stream leads, as GET /v1/cluster shows it.
+func directoryLeader(t *testing.T, hc *http.Client, nodes []*clusterNode) int {
+	t.Helper()
+	for began := time.Now(); time.Since(began) < 30*time.Second; time.Sleep(200 * time.Millisecond) {
+		status, body, err := getOnce(hc, nodes[0].base+"/v1/cluster")
+		var st struct{ Directory struct{ Leader *string } }
+		if err != nil || status != 200 || json.Unmarshal(body, &st) != nil || st.Directory.Leader == nil {
+			continue
+		}
+		for i, nd := range nodes {
+			if nd.name == *st.Directory.Leader {
+				return i
+			}
+		}
+		t.Fatalf("the directory's leader %q is none of the nodes: %s", *st.Directory.Leader, body)
+	}
+	t.Fatal("no node led the directory's stream in 30s")
+	return 0
 }
 
 // pause stops (SIGSTOP) or resumes (SIGCONT) a node's process.
