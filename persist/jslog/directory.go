@@ -375,19 +375,16 @@ func (d *Directory) claimAfter(ctx context.Context, kv persist.KV, by Claimer, a
 // Release frees c's key at once, for a claim whose write will never land
 // (its batch was refused before its log append): a retry of that write,
 // whose entry differs (a run made again has another id), would otherwise
-// wait out the window. A claim taken over meanwhile is left as it is. It
-// is written as a claim of no batch whose window ended at the Unix epoch,
-// which any claim takes over.
-func (d *Directory) Release(c Claim) error {
+// wait out the window. A claim taken over meanwhile is left as it is, and
+// so is c if the release fails: its window frees it. It is written as a
+// claim of no batch whose window ended at the Unix epoch, which any claim
+// takes over.
+func (d *Directory) Release(c Claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
 	op := dirOp{claim: &claimed{kv: c.kv, until: time.Unix(0, 0)}}
-	_, err := d.js.Publish(ctx, c.subject, encodeDirOp(op),
+	_, _ = d.js.Publish(ctx, c.subject, encodeDirOp(op),
 		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(c.seq))
-	if err != nil && !jserr.WrongLastSequence(err) {
-		return fmt.Errorf("jslog: directory release of %q: %w", c.kv.Key, err)
-	}
-	return nil
 }
 
 // Confirm makes c's write, which has landed, what the key holds: it

@@ -16,25 +16,31 @@ import (
 )
 
 // appendAll appends rounds batches for each of agents at once, each agent's
-// in order as an actor makes them, and returns the errors by agent.
-func appendAll(l *Log, agents []string, rounds int) map[string]error {
+// in order as an actor makes them, and returns the errors by agent; the
+// stream sequence each append returned is in seqs, by agent, in order.
+func appendAll(l *Log, agents []string, rounds int) (errs map[string]error, seqs map[string][]uint64) {
 	var mu sync.Mutex
-	errs := map[string]error{}
+	errs, seqs = map[string]error{}, map[string][]uint64{}
 	var wg sync.WaitGroup
 	for _, a := range agents {
 		wg.Go(func() {
 			for i := range rounds {
-				if _, err := l.Append(context.Background(), batch(a, uint64(i+1), fmt.Sprintf("%s-%d", a, i+1))); err != nil {
-					mu.Lock()
+				seq, err := l.Append(context.Background(), batch(a, uint64(i+1), fmt.Sprintf("%s-%d", a, i+1)))
+				mu.Lock()
+				if err != nil {
 					errs[a] = err
-					mu.Unlock()
+				} else {
+					seqs[a] = append(seqs[a], seq)
+				}
+				mu.Unlock()
+				if err != nil {
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return errs
+	return errs, seqs
 }
 
 func TestWritesMadeTogetherAreStoredOnceEachInTheirAgentsOrderAndGoOutInGroups(t *testing.T) {
@@ -47,17 +53,23 @@ func TestWritesMadeTogetherAreStoredOnceEachInTheirAgentsOrderAndGoOutInGroups(t
 				agents = append(agents, fmt.Sprintf("agt_%d", i))
 			}
 			const rounds = 10
-			if errs := appendAll(l, agents, rounds); len(errs) > 0 {
+			errs, seqs := appendAll(l, agents, rounds)
+			if len(errs) > 0 {
 				t.Fatalf("appends failed: %v", errs)
 			}
 			for _, a := range agents {
-				got, _ := tail(t, l, a, 0)
-				if len(got) != rounds {
-					t.Fatalf("%s: %d batches, want %d", a, len(got), rounds)
+				got, err := l.Tail(context.Background(), a, 0)
+				if err != nil || len(got) != rounds {
+					t.Fatalf("%s: %d batches, %v; want %d", a, len(got), err, rounds)
 				}
 				for i, b := range got {
 					if b.First != uint64(i+1) || string(b.Events[0]) != fmt.Sprintf("%s-%d", a, i+1) {
 						t.Fatalf("%s: batch %d is %+v", a, i, b)
+					}
+					// Each append answered where the stream holds it, in a
+					// group or alone (a snapshot trims the log by these).
+					if b.Seq != seqs[a][i] {
+						t.Errorf("%s: batch %d is stored at %d; its append answered %d", a, i, b.Seq, seqs[a][i])
 					}
 				}
 			}
@@ -229,7 +241,7 @@ func TestAStreamOfAnEarlierVersionTakesGroups(t *testing.T) {
 	if !l.stream.CachedInfo().Config.AllowAtomicPublish {
 		t.Fatal("the stream was not given atomic batches")
 	}
-	if errs := appendAll(l, []string{"agt_a", "agt_b", "agt_c", "agt_d"}, 5); len(errs) > 0 {
+	if errs, _ := appendAll(l, []string{"agt_a", "agt_b", "agt_c", "agt_d"}, 5); len(errs) > 0 {
 		t.Fatal(errs)
 	}
 }

@@ -173,12 +173,11 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 		return err
 	})
 	if err != nil {
-		// A release that fails leaves its claim to its window.
 		_ = each(len(claims), func(i int) error {
-			if claims[i].seq == 0 {
-				return nil // not claimed
+			if claims[i].seq != 0 { // claimed
+				s.dir.Release(claims[i])
 			}
-			return s.dir.Release(claims[i])
+			return nil
 		})
 		return nil, nil, err
 	}
