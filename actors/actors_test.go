@@ -371,7 +371,7 @@ func (c *fakeClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 // TestFewEventsAreSnapshottedOnceTheIntervalPasses: an agent far below
 // SnapshotEvery is still snapshotted once SnapshotInterval has passed since
 // its first unsnapshotted event, at the next write that lands; after that,
-// once the events since the snapshot are a quarter of those it covers.
+// once the events since the snapshot are as many as those it covers.
 func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	store := openStore(t, nil)
 	r, clock := intervalRegistry(t, store)
@@ -404,8 +404,15 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	write() // event 9 starts the next interval
 	settle(t, r, info.ID)
 	clock.Add(2 * time.Minute)
-	write() // event 10: two since the snapshot, a quarter of its 8
-	snapshotAt(10)
+	for range 6 { // events 10 to 15: past the interval, fewer than 8 since
+		write()
+	}
+	settle(t, r, info.ID)
+	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 8 {
+		t.Fatalf("snapshot at %d with 7 events since the one at 8: %v; want it at 8 still", rec.SnapshotSeq, err)
+	}
+	write() // event 16: eight since the snapshot, as many as it covers
+	snapshotAt(16)
 }
 
 // TestSnapshotsComeEverySnapshotEveryEvents: with writes one at a time,

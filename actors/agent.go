@@ -500,13 +500,14 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 			return
 		}
 		// A snapshot costs in proportion to the whole history, so one is
-		// taken only once the events since the last are a quarter of the
-		// history it covered: the cost per event stays constant however
-		// long the agent lives, and recovery replays at most that quarter
-		// beyond the snapshot.
+		// taken only once the events since the last are as many as it
+		// covered: each event pays for encoding two events' worth of state,
+		// however long the agent lives, and recovery replays at most half
+		// of the history. (At a quarter, each paid for five: a tenth of a
+		// write's CPU at 64 in flight, BENCHMARKS.md.)
 		tail := last - x.snapSeq
-		due := tail >= max(uint64(x.reg.cfg.SnapshotEvery), x.snapSeq/4) ||
-			(!x.snapDue.IsZero() && !x.reg.cfg.Now().Before(x.snapDue) && tail >= x.snapSeq/4)
+		due := tail >= max(uint64(x.reg.cfg.SnapshotEvery), x.snapSeq) ||
+			(!x.snapDue.IsZero() && !x.reg.cfg.Now().Before(x.snapDue) && tail >= x.snapSeq)
 		if !due {
 			return
 		}
