@@ -17,3 +17,14 @@ func WrongLastSequence(err error) bool {
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
+
+// InFlight reports whether err is a replicated stream's refusal of an
+// expected last sequence per subject for want of an answer: its leader
+// refuses one (with 10164, no sequence) while another write on the
+// subject is in flight, and for a moment after that write is
+// acknowledged. A refusal that answers the expectation names the
+// subject's last sequence (10071).
+func InFlight(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}

@@ -240,16 +240,39 @@ func (d *Directory) wait(ctx context.Context, seq uint64) error {
 	}
 }
 
-// publish writes op on subject, with opts, and returns once this node's
-// mirror has applied it.
-func (d *Directory) publish(subject string, op dirOp, opts ...jetstream.PublishOpt) error {
+// publish writes op on subject and returns once this node's mirror has
+// applied it.
+func (d *Directory) publish(subject string, op dirOp) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	ack, err := d.js.Publish(ctx, subject, encodeDirOp(op), append(opts, jetstream.WithExpectStream(DirStream))...)
+	ack, err := d.js.Publish(ctx, subject, encodeDirOp(op), jetstream.WithExpectStream(DirStream))
 	if err != nil {
 		return fmt.Errorf("jslog: directory write: %w", err)
 	}
 	return d.wait(ctx, ack.Sequence)
+}
+
+// publishAfter writes op on a claim's subject, expecting the subject's
+// last write at stream sequence after (0: none). A refusal that does not
+// answer the expectation (jserr.InFlight: another write on the subject is
+// in flight, or was acknowledged a moment ago, the claimer's own claim
+// among them) is sent again until ctx ends. Taken for a lost
+// compare-and-set, it failed the confirmation of a claim nothing had
+// taken over.
+func (d *Directory) publishAfter(ctx context.Context, subject string, op dirOp, after uint64) (*jetstream.PubAck, error) {
+	data := encodeDirOp(op)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		ack, err := d.js.Publish(ctx, subject, data,
+			jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
+		if !jserr.InFlight(err) {
+			return ack, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // A Claim holds a unique key for a write that has not landed yet. No read
@@ -359,9 +382,7 @@ func (d *Directory) TakeOver(kv persist.KV, by Claimer, seq uint64) (Claim, erro
 // JetStream gave it, with the claim's subject.
 func (d *Directory) claimAfter(ctx context.Context, kv persist.KV, by Claimer, after uint64) (Claim, error) {
 	c := Claim{kv: kv, subject: claimSubject(kv.Key)}
-	op := dirOp{claim: &claimed{kv: kv, by: by, until: d.now().Add(d.window)}}
-	ack, err := d.js.Publish(ctx, c.subject, encodeDirOp(op),
-		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
+	ack, err := d.publishAfter(ctx, c.subject, dirOp{claim: &claimed{kv: kv, by: by, until: d.now().Add(d.window)}}, after)
 	switch {
 	case err == nil:
 		c.seq = ack.Sequence
@@ -382,20 +403,23 @@ func (d *Directory) claimAfter(ctx context.Context, kv persist.KV, by Claimer, a
 func (d *Directory) Release(c Claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	op := dirOp{claim: &claimed{kv: c.kv, until: time.Unix(0, 0)}}
-	_, _ = d.js.Publish(ctx, c.subject, encodeDirOp(op),
-		jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(c.seq))
+	_, _ = d.publishAfter(ctx, c.subject, dirOp{claim: &claimed{kv: c.kv, until: time.Unix(0, 0)}}, c.seq)
 }
 
 // Confirm makes c's write, which has landed, what the key holds: it
 // returns once this node's mirror has applied it. A claim taken over
 // meanwhile is ErrExists.
 func (d *Directory) Confirm(c Claim) error {
-	err := d.publish(c.subject, dirOp{kvs: []persist.KV{c.kv}}, jetstream.WithExpectLastSequencePerSubject(c.seq))
-	if jserr.WrongLastSequence(err) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+	defer cancel()
+	ack, err := d.publishAfter(ctx, c.subject, dirOp{kvs: []persist.KV{c.kv}}, c.seq)
+	switch {
+	case jserr.WrongLastSequence(err):
 		return fmt.Errorf("jslog: directory key %q: claim taken over: %w", c.kv.Key, persist.ErrExists)
+	case err != nil:
+		return fmt.Errorf("jslog: directory write: %w", err)
 	}
-	return err
+	return d.wait(ctx, ack.Sequence)
 }
 
 // Put implements persist.Store.Put.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -986,5 +987,54 @@ func TestACatchUpWaitsUntilTheCopyHoldsTheStreamsWrites(t *testing.T) {
 	}
 	if v, err := store.Get([]byte("run/late")); err != nil || string(v) != "agt_1" {
 		t.Fatalf("after CatchUp the node's store reads %q, %v", v, err)
+	}
+}
+
+// inFlightJS is JetStream whose leader, for the next refuse writes on
+// claims' subjects, answers as a replicated stream's does while another
+// write on the subject is in flight: "wrong last sequence", no sequence.
+type inFlightJS struct {
+	jetstream.JetStream
+	refuse atomic.Int32
+}
+
+func (j *inFlightJS) Publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	if strings.HasPrefix(subject, dirSubject+".claim.") && j.refuse.Add(-1) >= 0 {
+		return nil, &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequenceConstant,
+			Description: "wrong last sequence"}
+	}
+	return j.JetStream.Publish(ctx, subject, data, opts...)
+}
+
+// A claim, a confirmation or a release refused for a write in flight on
+// its subject (a replicated stream's leader refuses one for a moment even
+// after the claimer's own claim is acknowledged) is sent again: the
+// refusal does not say the key is taken.
+func TestAClaimRefusedForAWriteInFlightIsSentAgain(t *testing.T) {
+	js := &inFlightJS{JetStream: startJetStream(t)}
+	d := clockedDirectory(t, js, DirectoryConfig{})
+	kv := persist.KV{Key: []byte("runext/default/order-1"), Value: []byte("run_1"), Unique: true}
+	js.refuse.Store(3)
+	c, err := d.Claim(kv, Claimer{Agent: "agt_a", First: 1})
+	if err != nil {
+		t.Fatalf("a claim refused 3 times for a write in flight: %v", err)
+	}
+	js.refuse.Store(3)
+	if err := d.Confirm(c); err != nil {
+		t.Fatalf("its confirmation, refused 3 times for a write in flight: %v", err)
+	}
+	if v, err := d.Get(kv.Key); err != nil || string(v) != "run_1" {
+		t.Fatalf("the key reads %q, %v; want run_1", v, err)
+	}
+	// A release refused so is sent again too: the key is free at once.
+	other := persist.KV{Key: []byte("runext/default/order-2"), Value: []byte("run_2"), Unique: true}
+	c, err = d.Claim(other, Claimer{Agent: "agt_a", First: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.refuse.Store(3)
+	d.Release(c)
+	if _, err := d.Claim(persist.KV{Key: other.Key, Value: []byte("run_3"), Unique: true}, Claimer{Agent: "agt_b", First: 1}); err != nil {
+		t.Fatalf("a claim of a key released after 3 refusals: %v", err)
 	}
 }
