@@ -417,7 +417,8 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 
 // TestSnapshotsComeEverySnapshotEveryEvents: with writes one at a time,
 // the first snapshot covers exactly SnapshotEvery events, and the next is
-// not taken before as many more have come.
+// not taken before as many more have come; once a snapshot covers more
+// than SnapshotEvery, the next waits for as many events as it covers.
 func TestSnapshotsComeEverySnapshotEveryEvents(t *testing.T) {
 	store := openStore(t, nil)
 	r := newRegistry(t, store, func(c *Config) { c.SnapshotEvery = 10 })
@@ -441,6 +442,30 @@ func TestSnapshotsComeEverySnapshotEveryEvents(t *testing.T) {
 	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 10 || rec.LastSeq != 19 {
 		t.Fatalf("snapshot at %d of %d events, %v; want 10", rec.SnapshotSeq, rec.LastSeq, err)
 	}
+	// Event 20 is ten after the snapshot: the next covers 20, and the one
+	// after it waits for twenty more, not SnapshotEvery's ten.
+	for i := 20; i <= 39; i++ {
+		if _, err := signal(r, info.ID, run.ID, i); err != nil {
+			t.Fatal(err)
+		}
+		if i == 20 {
+			waitFor(t, func() bool {
+				rec, err := store.Load(info.ID)
+				return err == nil && rec.SnapshotSeq == 20
+			})
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 20 || rec.LastSeq != 39 {
+		t.Fatalf("snapshot at %d of %d events, %v; want 20 still", rec.SnapshotSeq, rec.LastSeq, err)
+	}
+	if _, err := signal(r, info.ID, run.ID, 40); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		rec, err := store.Load(info.ID)
+		return err == nil && rec.SnapshotSeq == 40
+	})
 }
 
 // TestIdleAgentLeavesASnapshot: an agent passivated after IdleTimeout
