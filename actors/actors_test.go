@@ -415,6 +415,42 @@ func TestFewEventsAreSnapshottedOnceTheIntervalPasses(t *testing.T) {
 	snapshotAt(16)
 }
 
+// TestARecordAloneDoesNotStartTheSnapshotInterval: the interval runs from
+// the first event after a snapshot; a refused write's Idempotency-Key
+// record, committed with no event, does not start it.
+func TestARecordAloneDoesNotStartTheSnapshotInterval(t *testing.T) {
+	store := openStore(t, nil)
+	r, clock := intervalRegistry(t, store)
+	info, run := createAgentWithRun(t, r) // events 1 and 2
+	settle(t, r, info.ID)
+	clock.Add(2 * time.Minute)
+	if _, err := signal(r, info.ID, run.ID, 1); err != nil { // event 3 lands past the interval
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		rec, err := store.Load(info.ID)
+		return err == nil && rec.SnapshotSeq == 3
+	})
+	out, err := heldSignal(r, info.ID, "run_missing", 1)
+	if err != nil || !errors.Is(out.Err, engine.ErrNotFound) {
+		t.Fatalf("held write on a missing run = %+v, %v", out, err)
+	}
+	if err := out.Commit(persist.KV{Key: []byte("idem/r/refused"), Value: []byte("404")}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(2 * time.Minute)
+	for i := range 3 { // events 4 to 6: as many as the snapshot covers, the first starting the interval
+		if _, err := signal(r, info.ID, run.ID, 2+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(t, r, info.ID)
+	time.Sleep(50 * time.Millisecond) // a snapshot would be saved by now
+	if rec, err := store.Load(info.ID); err != nil || rec.SnapshotSeq != 3 {
+		t.Fatalf("snapshot at %d, %v; want it at 3 still: the interval began at event 4, not at the record", rec.SnapshotSeq, err)
+	}
+}
+
 // TestSnapshotsComeEverySnapshotEveryEvents: with writes one at a time,
 // the first snapshot covers exactly SnapshotEvery events, and the next is
 // not taken before as many more have come; once a snapshot covers more
