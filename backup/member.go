@@ -116,7 +116,7 @@ func streamHolds(name string) string {
 	switch name {
 	case jslog.DirStream:
 		return "the directory: workspaces, keys, indexes, idempotency records"
-	case "KV_" + cluster.LeaseBucket:
+	case cluster.LeaseStream:
 		return "partition leases and node heartbeats"
 	case "KV_" + cluster.MetaBucket:
 		return "the cluster's name, partition count and lease TTL"

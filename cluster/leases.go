@@ -28,6 +28,9 @@ import (
 // bucket's expiry can lag far behind it after a leader change.
 const LeaseBucket = "plaudit_leases"
 
+// LeaseStream is the JetStream stream beneath LeaseBucket.
+const LeaseStream = "KV_" + LeaseBucket
+
 // Lease timing defaults: a dead owner's partitions are taken within
 // DefaultLeaseTTL plus one renewal round, or, when the dead node led the
 // lease bucket's stream, once JetStream has elected another leader (4-9 s

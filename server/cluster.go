@@ -272,7 +272,7 @@ func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) 
 		if err != nil {
 			return err
 		}
-		if err := jslog.ReadFromLeader(ctx, c.js, "KV_"+cluster.LeaseBucket); err != nil {
+		if err := jslog.ReadFromLeader(ctx, c.js, cluster.LeaseStream); err != nil {
 			return err
 		}
 		kv, err = c.js.KeyValue(ctx, cluster.LeaseBucket)
@@ -301,7 +301,7 @@ func (c *clusterNode) status() (api.ClusterStatus, error) {
 		st.Logs = append(st.Logs, c.streamState(ctx, jslog.StreamName(p)))
 	}
 	st.Directory = c.streamState(ctx, jslog.DirStream)
-	st.Leases = c.streamState(ctx, "KV_"+cluster.LeaseBucket)
+	st.Leases = c.streamState(ctx, cluster.LeaseStream)
 	return st, nil
 }
 
