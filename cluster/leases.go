@@ -63,7 +63,7 @@ type LeaseConfig struct {
 
 	// gate, when set, is locked and unlocked at the top of every round:
 	// a test holding it pauses the node as SIGSTOP would.
-	gate *sync.Mutex
+	gate sync.Locker
 	// rewatch is how many rounds apart the view is read afresh in any
 	// case (rewatchEvery when zero; tests).
 	rewatch int
@@ -264,6 +264,16 @@ func (l *Leases) Stop(ctx context.Context) error {
 	}
 }
 
+// stopping reports whether Stop or halt has been called.
+func (l *Leases) stopping() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // halt stops renewing without handing anything over, as a crash would
 // (tests).
 func (l *Leases) halt() {
@@ -285,6 +295,14 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 	since := time.Now().UTC()
 	l.round(since)
 	for rounds := 1; ; {
+		// A stop goes first. Without the bucket's quorum a round or a
+		// reload waits out its timeout, and a tick is then always due:
+		// taken at random among the ready cases, the stop of a cluster's
+		// last node waited out several rounds (18 s).
+		if l.stopping() {
+			l.finish()
+			return
+		}
 		select {
 		case <-l.stop:
 			l.finish()
@@ -307,6 +325,9 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 		case <-tick.C:
 			// The renewals first, whatever the watch.
 			l.round(since)
+			if l.stopping() {
+				continue
+			}
 			// A watch can stall without ending (JetStream moving the
 			// bucket's leader): it is started again when it has not shown
 			// this node's own heartbeat in time (but not again within a
@@ -513,11 +534,20 @@ func (l *Leases) value(since time.Time) []byte {
 // rate and the server's.
 func (l *Leases) validity() time.Duration { return l.cfg.TTL - l.cfg.TTL/10 }
 
-// round renews the heartbeat and every lease, then balances.
+// round renews the heartbeat and every lease, then balances. The writes
+// go at once: one after the other, each waited out its timeout while the
+// bucket had no leader, and a node holding 20 partitions tried the last
+// one's renewal 40 s into an election of 4-9 s, its lease long lost.
 func (l *Leases) round(since time.Time) {
 	if g := l.cfg.gate; g != nil {
 		g.Lock()
 		g.Unlock() //nolint:staticcheck // an empty critical section: the wait is the point
+	}
+	var renewals sync.WaitGroup
+	for p := range l.owned {
+		if ls := l.owned[p].Load(); ls != nil {
+			renewals.Go(func() { l.renew(p, ls) })
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
 	rev, err := l.kv.Put(ctx, nodeKey(l.cfg.Node), l.value(since))
@@ -527,11 +557,7 @@ func (l *Leases) round(since time.Time) {
 	} else {
 		l.wrote(rev)
 	}
-	for p := range l.owned {
-		if ls := l.owned[p].Load(); ls != nil {
-			l.renew(p, ls)
-		}
-	}
+	renewals.Wait()
 	if err == nil {
 		l.reap()
 		l.balance()

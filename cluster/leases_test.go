@@ -53,7 +53,7 @@ type node struct {
 }
 
 // startNode starts node id on kv; check, when set, runs inside Acquire.
-func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, gate *sync.Mutex,
+func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, gate sync.Locker,
 	check func(p int, epoch uint64) error) *node {
 	t.Helper()
 	n := &node{acquired: map[int]uint64{}}

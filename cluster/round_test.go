@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// unansweredKV is a lease bucket whose lease renewals, while stalled, are
+// never answered, as by a bucket without a leader: each waits out its
+// context. It counts the renewals waiting at once.
+type unansweredKV struct {
+	jetstream.KeyValue
+	stalled atomic.Bool
+
+	mu            sync.Mutex
+	waiting, most int
+}
+
+func (kv *unansweredKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	if !kv.stalled.Load() || !strings.HasPrefix(key, "partition.") {
+		return kv.KeyValue.Update(ctx, key, value, last)
+	}
+	kv.mu.Lock()
+	kv.waiting++
+	kv.most = max(kv.most, kv.waiting)
+	kv.mu.Unlock()
+	<-ctx.Done()
+	kv.mu.Lock()
+	kv.waiting--
+	kv.mu.Unlock()
+	return 0, ctx.Err()
+}
+
+func (kv *unansweredKV) mostWaiting() int {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	return kv.most
+}
+
+// TestARoundRenewsEveryLeaseAtOnce: renewals the bucket does not answer
+// wait out their timeouts side by side, so each lease is tried again next
+// round; one after the other, the last of 20 was tried 40 s into the
+// bucket's election.
+func TestARoundRenewsEveryLeaseAtOnce(t *testing.T) {
+	kv := &unansweredKV{KeyValue: leaseBucket(t, startJetStream(t))}
+	const parts = 8
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	kv.stalled.Store(true)
+	eventually(t, fmt.Sprintf("%d renewals waiting at once", parts), func() bool { return kv.mostWaiting() == parts })
+	kv.stalled.Store(false)
+	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
+}
+
+// countingGate is a round gate that counts the rounds past it and the
+// ones waiting at it.
+type countingGate struct {
+	sync.Mutex
+	waiting, passed atomic.Int32
+}
+
+func (g *countingGate) Lock() {
+	g.waiting.Add(1)
+	g.Mutex.Lock()
+	g.waiting.Add(-1)
+	g.passed.Add(1)
+}
+
+// TestAStopEndsTheLoopBeforeAnotherRound: a Stop that comes while a round
+// is under way ends the loop once that round is done, even with the next
+// round already due. Taken at random with it, as before, the stop of a
+// cluster's last node, whose rounds wait out their timeouts, waited several
+// rounds. Each trial stops a node that way; the old loop went on in half.
+func TestAStopEndsTheLoopBeforeAnotherRound(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	const renew = 10 * time.Millisecond
+	for trial := range 8 {
+		gate := &countingGate{}
+		gate.Mutex.Lock()
+		l := startLeases(t, kv, LeaseConfig{Node: fmt.Sprintf("n%d", trial), Partitions: 4, TTL: testTTL, Renew: renew,
+			gate: gate, Acquire: func(int, uint64) error { return nil }, Release: func(int) {}})
+		eventually(t, "a round waiting at the gate", func() bool { return gate.waiting.Load() == 1 })
+		stopped := make(chan error, 1)
+		go func() { stopped <- l.Stop(context.Background()) }()
+		eventually(t, "Stop called", l.stopping)
+		time.Sleep(2 * renew) // the next round is due
+		before := gate.passed.Load()
+		gate.Mutex.Unlock()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if n := gate.passed.Load() - before; n != 1 {
+			t.Fatalf("trial %d: %d rounds after Stop, want only the one under way", trial, n)
+		}
+	}
+}
