@@ -37,10 +37,15 @@ const LeaseStream = "KV_" + LeaseBucket
 // in nats-server) if that is later.
 const (
 	DefaultLeaseTTL = 6 * time.Second
-	// movesPerRound bounds how many partitions a node hands over or takes
-	// in one round while the cluster rebalances, so a node joining does not
-	// make every partition unavailable at once.
+	// movesPerRound bounds how many partitions a node hands over in one
+	// round while the cluster rebalances, so a node joining does not make
+	// every partition unavailable at once.
 	movesPerRound = 8
+	// takesPerRound bounds how many free partitions a node takes in one
+	// round, all at once: a dead node's share of 64 partitions over three
+	// nodes is taken by the two others in one round (at 8, one after the
+	// other, the last waited a round more, 2 s by default).
+	takesPerRound = 16
 )
 
 // LeaseConfig configures a node's Leases.
@@ -122,10 +127,12 @@ type Leases struct {
 }
 
 // lease is a held partition: its epoch (the revision that acquired it), its
-// latest revision, and until when it counts as held.
+// latest revision, and until when it counts as held; lapsed once a renewal
+// has failed past that time (see renew).
 type lease struct {
 	epoch, rev uint64
 	until      time.Time
+	lapsed     bool
 }
 
 // leaseValue is a lease or heartbeat entry as stored, with its revision
@@ -614,8 +621,13 @@ func (l *Leases) reap() {
 }
 
 // renew rewrites p's lease at its revision. A lease taken or expired is
-// lost at once; one that could not be written (the cluster unreachable) is
-// kept until its validity ends, then lost.
+// lost at once. One that could not be written (the bucket without a
+// leader, or out of reach) lapses when its validity ends: Owns says no,
+// and the partition is not served, but it is kept and renewed again next
+// round. A renewal that lands proves no other write took it; only the
+// bucket's answer that one did gives it up. Given up on lapsing instead,
+// every lease of the survivors went when the bucket's election outlasted
+// their validity, and each of their partitions was taken afresh.
 func (l *Leases) renew(p int, ls *lease) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
@@ -637,8 +649,10 @@ func (l *Leases) renew(p int, ls *lease) {
 		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err)
 		l.lose(p)
 	case !time.Now().Before(ls.until):
-		l.cfg.Logger.Warn("partition lease not renewed in time", "component", "cluster", "partition", p, "err", err)
-		l.lose(p)
+		if !ls.lapsed {
+			l.cfg.Logger.Warn("partition lease lapsed: not served until a renewal lands", "component", "cluster", "partition", p, "err", err)
+			l.owned[p].Store(&lease{epoch: ls.epoch, rev: ls.rev, until: ls.until, lapsed: true})
+		}
 	default:
 		l.cfg.Logger.Warn("renewing a partition lease", "component", "cluster", "partition", p, "err", err)
 	}
@@ -678,13 +692,19 @@ func (l *Leases) balance() {
 			}
 		}
 	}
-	mine := len(l.Owned())
+	mine := 0 // held, lapsed leases too (see renew)
+	for p := range l.owned {
+		if l.owned[p].Load() != nil {
+			mine++
+		}
+	}
 	share := fairShare(l.cfg.Partitions, len(counts))
 	switch {
 	case mine < share:
-		moves := 0
+		var takes sync.WaitGroup
+		tried := 0
 		for _, p := range l.pref {
-			if mine >= share || moves >= movesPerRound {
+			if mine >= share || tried >= takesPerRound {
 				break
 			}
 			if l.owned[p].Load() != nil || l.releasing[p].Load() {
@@ -697,11 +717,11 @@ func (l *Leases) balance() {
 			if held && v.Run != l.runID {
 				continue
 			}
-			moves++
-			if l.acquire(p, v, held) {
-				mine++
-			}
+			mine++ // a take that fails is tried again next round
+			tried++
+			takes.Go(func() { l.acquire(p, v, held) })
 		}
+		takes.Wait()
 	case mine > share:
 		short := 0
 		for node, n := range counts {

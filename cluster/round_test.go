@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// unansweredKV is a lease bucket whose lease renewals, while stalled, are
-// never answered, as by a bucket without a leader: each waits out its
-// context. It counts the renewals waiting at once.
+// unansweredKV is a lease bucket whose lease writes (renewals and takes),
+// while stalled, are never answered, as by a bucket without a leader: each
+// waits out its context. It counts the writes waiting at once.
 type unansweredKV struct {
 	jetstream.KeyValue
 	stalled atomic.Bool
@@ -27,6 +27,18 @@ func (kv *unansweredKV) Update(ctx context.Context, key string, value []byte, la
 	if !kv.stalled.Load() || !strings.HasPrefix(key, "partition.") {
 		return kv.KeyValue.Update(ctx, key, value, last)
 	}
+	return 0, kv.wait(ctx)
+}
+
+func (kv *unansweredKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if !kv.stalled.Load() || !strings.HasPrefix(key, "partition.") {
+		return kv.KeyValue.Create(ctx, key, value, opts...)
+	}
+	return 0, kv.wait(ctx)
+}
+
+// wait waits out ctx, counted among the writes waiting.
+func (kv *unansweredKV) wait(ctx context.Context) error {
 	kv.mu.Lock()
 	kv.waiting++
 	kv.most = max(kv.most, kv.waiting)
@@ -35,7 +47,7 @@ func (kv *unansweredKV) Update(ctx context.Context, key string, value []byte, la
 	kv.mu.Lock()
 	kv.waiting--
 	kv.mu.Unlock()
-	return 0, ctx.Err()
+	return ctx.Err()
 }
 
 func (kv *unansweredKV) mostWaiting() int {
@@ -57,6 +69,22 @@ func TestARoundRenewsEveryLeaseAtOnce(t *testing.T) {
 	eventually(t, fmt.Sprintf("%d renewals waiting at once", parts), func() bool { return kv.mostWaiting() == parts })
 	kv.stalled.Store(false)
 	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
+}
+
+// TestFreePartitionsAreTakenAtOnce: a node takes the free partitions it
+// lacks side by side, up to takesPerRound a round; one after the other, a
+// dead node's partitions were taken a round apart.
+func TestFreePartitionsAreTakenAtOnce(t *testing.T) {
+	kv := &unansweredKV{KeyValue: leaseBucket(t, startJetStream(t))}
+	kv.stalled.Store(true)
+	const parts = takesPerRound + 8
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, fmt.Sprintf("%d takes waiting at once", takesPerRound), func() bool { return kv.mostWaiting() == takesPerRound })
+	kv.stalled.Store(false)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	if most := kv.mostWaiting(); most != takesPerRound {
+		t.Errorf("%d takes at once, want at most %d", most, takesPerRound)
+	}
 }
 
 // countingGate is a round gate that counts the rounds past it and the
@@ -99,5 +127,33 @@ func TestAStopEndsTheLoopBeforeAnotherRound(t *testing.T) {
 		if n := gate.passed.Load() - before; n != 1 {
 			t.Fatalf("trial %d: %d rounds after Stop, want only the one under way", trial, n)
 		}
+	}
+}
+
+// TestALapsedLeaseIsKeptUntilTheBucketSaysOtherwise: renewals the bucket
+// does not answer past the leases' validity stop the node owning them, but
+// do not give them up: once renewals land again, it owns them at the same
+// epochs, never released. (Given up, every survivor's lease went in a
+// bucket's election longer than their validity.)
+func TestALapsedLeaseIsKeptUntilTheBucketSaysOtherwise(t *testing.T) {
+	kv := &unansweredKV{KeyValue: leaseBucketTTL(t, startJetStream(t), time.Hour)}
+	const parts = 4
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	epochs := map[int]uint64{}
+	for _, p := range a.Owned() {
+		epochs[p], _ = a.Owns(p)
+	}
+	kv.stalled.Store(true)
+	eventually(t, "a's leases lapsed", func() bool { return len(a.Owned()) == 0 })
+	kv.stalled.Store(false)
+	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
+	for p, want := range epochs {
+		if got, _ := a.Owns(p); got != want {
+			t.Errorf("partition %d at epoch %d, want %d: taken afresh", p, got, want)
+		}
+	}
+	if r := a.releases(); len(r) != 0 {
+		t.Errorf("a released %v", r)
 	}
 }
