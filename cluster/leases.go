@@ -72,6 +72,9 @@ type LeaseConfig struct {
 	// rewatch is how many rounds apart the view is read afresh in any
 	// case (rewatchEvery when zero; tests).
 	rewatch int
+	// answering, when set, stands in for the bucket's word on which
+	// servers answer its leader (tests).
+	answering func() map[string]bool
 }
 
 // Leases holds this node's partition leases: it renews them, takes free
@@ -586,8 +589,19 @@ func (l *Leases) reap() {
 			l.publishOwners()
 		}
 	}()
+	var answering map[string]bool // read once, if anything is to go
 	for key, v := range l.view {
 		if v.Run == l.runID || time.Since(v.seen) < l.cfg.TTL {
+			continue
+		}
+		if answering == nil {
+			answering = l.answering()
+		}
+		if hb, ok := l.view[nodeKey(v.Node)]; ok && hb.Run == v.Run && answering[v.Node] {
+			// Its process is up (its server answers the bucket's leader):
+			// its writes were held up as this node's were, by an election
+			// of the bucket's leader, and are only late. Deleted, every
+			// lease of a survivor whose round came second went.
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
@@ -620,6 +634,48 @@ func (l *Leases) reap() {
 	}
 }
 
+// answering returns the servers the lease bucket's stream leader hears
+// from: itself, and the copies it has heard from within two of its
+// heartbeats (none if the bucket does not say, or has one server). A
+// cluster's embedded servers are named after their nodes; with an
+// external NATS no name is a node's, and nothing is spared. A paused or
+// dead server has not answered for a TTL by the time its node's leases
+// are due to go.
+func (l *Leases) answering() map[string]bool {
+	if l.cfg.answering != nil {
+		return l.cfg.answering()
+	}
+	live := map[string]bool{}
+	ctx, cancel := context.WithTimeout(context.Background(), l.quickTimeout())
+	defer cancel()
+	st, err := l.kv.Status(ctx)
+	if err != nil {
+		return live
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || bs.StreamInfo() == nil || bs.StreamInfo().Cluster == nil {
+		return live
+	}
+	c := bs.StreamInfo().Cluster
+	if c.Leader != "" {
+		live[c.Leader] = true
+	}
+	for _, r := range c.Replicas {
+		// Not Current: a leader elected a moment ago reports the old
+		// leader current from what it knew as a follower, paused or not.
+		// Active is 0 for a copy it has not heard from since.
+		if !r.Offline && r.Active > 0 && r.Active < answerWithin {
+			live[r.Name] = true
+		}
+	}
+	return live
+}
+
+// answerWithin is how recently a stream's leader must have heard from a
+// copy's server for it to count as answering: two of nats-server's raft
+// heartbeats.
+const answerWithin = 2 * time.Second
+
 // renew rewrites p's lease at its revision. A lease taken or expired is
 // lost at once. One that could not be written (the bucket without a
 // leader, or out of reach) lapses when its validity ends: Owns says no,
@@ -636,9 +692,21 @@ func (l *Leases) renew(p int, ls *lease) {
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		// An earlier renewal that timed out may have landed: the lease is
 		// still this run's if the latest revision is its own write (no one
-		// can take a lease between two writes of its owner).
-		if cur, ok := l.latest(ctx, p); ok && cur.Run == l.runID {
-			rev, err = l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), cur.rev)
+		// can take a lease between two writes of its owner). The read gets
+		// a timeout of its own (the update may have used ctx up), and one
+		// that fails tells nothing: the lease is kept, as after a renewal
+		// that timed out. Taken for lost, every lease of a node went at
+		// once when the bucket stalled after a paused node came back.
+		rctx, rcancel := context.WithTimeout(context.Background(), l.opTimeout())
+		defer rcancel()
+		e, gerr := l.kv.Get(rctx, partitionKey(p))
+		switch {
+		case gerr == nil:
+			if cur, ok := decodeLease(e); ok && cur.Run == l.runID {
+				rev, err = l.kv.Update(rctx, partitionKey(p), l.value(time.Now().UTC()), cur.rev)
+			}
+		case !errors.Is(gerr, jetstream.ErrKeyNotFound) && !errors.Is(gerr, jetstream.ErrKeyDeleted):
+			err = gerr
 		}
 	}
 	switch {
@@ -738,15 +806,6 @@ func (l *Leases) balance() {
 			}
 		}
 	}
-}
-
-// latest reads p's lease as stored now.
-func (l *Leases) latest(ctx context.Context, p int) (leaseValue, bool) {
-	e, err := l.kv.Get(ctx, partitionKey(p))
-	if err != nil {
-		return leaseValue{}, false
-	}
-	return decodeLease(e)
 }
 
 // acquire takes partition p: by creating its lease, or, when the view shows

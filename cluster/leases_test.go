@@ -56,8 +56,15 @@ type node struct {
 func startNode(t *testing.T, kv jetstream.KeyValue, id string, partitions int, gate sync.Locker,
 	check func(p int, epoch uint64) error) *node {
 	t.Helper()
+	return startNodeWith(t, kv, LeaseConfig{Node: id, Partitions: partitions, gate: gate}, check)
+}
+
+// startNodeWith is startNode with more of cfg set (TTL: testTTL).
+func startNodeWith(t *testing.T, kv jetstream.KeyValue, cfg LeaseConfig, check func(p int, epoch uint64) error) *node {
+	t.Helper()
 	n := &node{acquired: map[int]uint64{}}
-	n.Leases = startLeases(t, kv, LeaseConfig{Node: id, Partitions: partitions, TTL: testTTL, gate: gate,
+	n.Leases = startLeases(t, kv, LeaseConfig{Node: cfg.Node, Partitions: cfg.Partitions, TTL: testTTL, gate: cfg.gate,
+		answering: cfg.answering,
 		Acquire: func(p int, epoch uint64) error {
 			if check != nil {
 				if err := check(p, epoch); err != nil {

@@ -12,12 +12,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// unansweredKV is a lease bucket whose lease writes (renewals and takes),
-// while stalled, are never answered, as by a bucket without a leader: each
+// unansweredKV is a lease bucket whose lease writes (renewals and takes;
+// heartbeats apart), while stalled, are never answered, as by a bucket without a leader: each
 // waits out its context. It counts the writes waiting at once.
 type unansweredKV struct {
 	jetstream.KeyValue
-	stalled atomic.Bool
+	stalled    atomic.Bool // renewals and takes
+	heartbeats atomic.Bool
 
 	mu            sync.Mutex
 	waiting, most int
@@ -26,6 +27,13 @@ type unansweredKV struct {
 func (kv *unansweredKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
 	if !kv.stalled.Load() || !strings.HasPrefix(key, "partition.") {
 		return kv.KeyValue.Update(ctx, key, value, last)
+	}
+	return 0, kv.wait(ctx)
+}
+
+func (kv *unansweredKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	if !kv.heartbeats.Load() || !strings.HasPrefix(key, "node.") {
+		return kv.KeyValue.Put(ctx, key, value)
 	}
 	return 0, kv.wait(ctx)
 }
@@ -148,6 +156,98 @@ func TestALapsedLeaseIsKeptUntilTheBucketSaysOtherwise(t *testing.T) {
 	eventually(t, "a's leases lapsed", func() bool { return len(a.Owned()) == 0 })
 	kv.stalled.Store(false)
 	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
+	for p, want := range epochs {
+		if got, _ := a.Owns(p); got != want {
+			t.Errorf("partition %d at epoch %d, want %d: taken afresh", p, got, want)
+		}
+	}
+	if r := a.releases(); len(r) != 0 {
+		t.Errorf("a released %v", r)
+	}
+}
+
+// TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted: a node whose writes
+// go unanswered for a TTL, as every node's do while the bucket elects a
+// leader, keeps its leases when the bucket's leader still hears from its
+// server: the other node does not delete them, and once its writes land
+// it owns them as before. (Deleted, every lease of the survivor whose
+// round came second went.)
+func TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted(t *testing.T) {
+	bucket := leaseBucketTTL(t, startJetStream(t), time.Hour)
+	slow := &unansweredKV{KeyValue: bucket}
+	const parts = 8
+	up := func() map[string]bool { return map[string]bool{"a": true, "b": true} }
+	b := startNodeWith(t, slow, LeaseConfig{Node: "b", Partitions: parts, answering: up}, nil)
+	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
+	a := startNodeWith(t, bucket, LeaseConfig{Node: "a", Partitions: parts, answering: up}, ownsNone(b))
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+	held := map[int]uint64{}
+	for _, p := range b.Owned() {
+		held[p], _ = b.Owns(p)
+	}
+	released := len(b.releases()) // the half handed over to a
+	slow.stalled.Store(true)
+	slow.heartbeats.Store(true)
+	eventually(t, "b's leases lapsed", func() bool { return len(b.Owned()) == 0 })
+	time.Sleep(2 * testTTL) // a has seen them unchanged for a TTL, and more
+	slow.stalled.Store(false)
+	slow.heartbeats.Store(false)
+	eventually(t, "b owns its partitions again", func() bool { return len(b.Owned()) == parts/2 })
+	for p, want := range held {
+		if got, ok := b.Owns(p); !ok || got != want {
+			t.Errorf("partition %d: b owns it %v at epoch %d, want at %d", p, ok, got, want)
+		}
+	}
+	if r := b.releases()[released:]; len(r) != 0 {
+		t.Errorf("b released %v", r)
+	}
+}
+
+// landedKV is a lease bucket whose renewals can be made to land yet answer
+// a timeout, and whose reads of leases can be made to fail.
+type landedKV struct {
+	jetstream.KeyValue
+	landButTimeOut, failGets atomic.Bool
+	landed, failed           atomic.Int32
+}
+
+func (kv *landedKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	rev, err := kv.KeyValue.Update(ctx, key, value, last)
+	if err == nil && kv.landButTimeOut.Load() && strings.HasPrefix(key, "partition.") {
+		kv.landed.Add(1)
+		return 0, context.DeadlineExceeded
+	}
+	return rev, err
+}
+
+func (kv *landedKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if kv.failGets.Load() && strings.HasPrefix(key, "partition.") {
+		kv.failed.Add(1)
+		return nil, context.DeadlineExceeded
+	}
+	return kv.KeyValue.Get(ctx, key)
+}
+
+// TestALeaseWhoseLatestRevisionCannotBeReadIsKept: a renewal that timed
+// out but landed makes the next one meet another revision, which the node
+// reads to tell its own write from another's; a read that fails tells
+// nothing, and the lease is kept until one answers.
+func TestALeaseWhoseLatestRevisionCannotBeReadIsKept(t *testing.T) {
+	kv := &landedKV{KeyValue: leaseBucketTTL(t, startJetStream(t), time.Hour)}
+	const parts = 4
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	epochs := map[int]uint64{}
+	for _, p := range a.Owned() {
+		epochs[p], _ = a.Owns(p)
+	}
+	kv.landButTimeOut.Store(true)
+	eventually(t, "a round of renewals landed, answered as timed out", func() bool { return kv.landed.Load() >= parts })
+	kv.failGets.Store(true)
+	kv.landButTimeOut.Store(false)
+	eventually(t, "the next round's reads failed", func() bool { return kv.failed.Load() >= parts })
+	kv.failGets.Store(false)
+	eventually(t, "a owns every partition still", func() bool { return len(a.Owned()) == parts })
 	for p, want := range epochs {
 		if got, _ := a.Owns(p); got != want {
 			t.Errorf("partition %d at epoch %d, want %d: taken afresh", p, got, want)
