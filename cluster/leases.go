@@ -695,8 +695,7 @@ func (l *Leases) renew(p int, ls *lease) {
 		// can take a lease between two writes of its owner). The read gets
 		// a timeout of its own (the update may have used ctx up), and one
 		// that fails tells nothing: the lease is kept, as after a renewal
-		// that timed out. Taken for lost, every lease of a node went at
-		// once when the bucket stalled after a paused node came back.
+		// that timed out, rather than given up on no answer.
 		rctx, rcancel := context.WithTimeout(context.Background(), l.opTimeout())
 		defer rcancel()
 		e, gerr := l.kv.Get(rctx, partitionKey(p))
