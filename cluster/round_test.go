@@ -12,13 +12,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// unansweredKV is a lease bucket whose lease writes (renewals and takes;
-// heartbeats apart), while stalled, are never answered, as by a bucket without a leader: each
-// waits out its context. It counts the writes waiting at once.
+// unansweredKV is a lease bucket whose writes are never answered while
+// stalled, as by a bucket without a leader: each waits out its context.
+// It counts the writes waiting at once.
 type unansweredKV struct {
 	jetstream.KeyValue
-	stalled    atomic.Bool // renewals and takes
-	heartbeats atomic.Bool
+	stalled    atomic.Bool // renewals and takes of partitions
+	heartbeats atomic.Bool // heartbeats
 
 	mu            sync.Mutex
 	waiting, most int
