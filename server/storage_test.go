@@ -214,12 +214,11 @@ func onlyPrefixUnreadable(t *testing.T, dir string, prefix []byte) bool {
 		if err != nil {
 			return err
 		}
-		for it.First(); it.Valid(); it.Next() {
-			if _, err := it.ValueAndErr(); err != nil {
-				break
-			}
+		var verr error
+		for it.First(); it.Valid() && verr == nil; it.Next() {
+			_, verr = it.ValueAndErr()
 		}
-		return errors.Join(it.Error(), it.Close())
+		return errors.Join(verr, it.Error(), it.Close())
 	}
 	end := append(bytes.Clone(prefix[:len(prefix)-1]), prefix[len(prefix)-1]+1)
 	return readable(prefix, end) != nil && readable(nil, prefix) == nil && readable(end, nil) == nil
