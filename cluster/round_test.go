@@ -64,6 +64,30 @@ func (kv *unansweredKV) mostWaiting() int {
 	return kv.most
 }
 
+// epochs returns the epoch of each partition n owns now.
+func (n *node) epochs() map[int]uint64 {
+	epochs := map[int]uint64{}
+	for _, p := range n.Owned() {
+		epochs[p], _ = n.Owns(p)
+	}
+	return epochs
+}
+
+// ownsStill fails unless n owns each partition of epochs at the epoch
+// given, never taken afresh, and has released none since its release
+// number released.
+func (n *node) ownsStill(t *testing.T, epochs map[int]uint64, released int) {
+	t.Helper()
+	for p, want := range epochs {
+		if got, ok := n.Owns(p); !ok || got != want {
+			t.Errorf("partition %d: owned %v at epoch %d, want at %d (not taken afresh)", p, ok, got, want)
+		}
+	}
+	if r := n.releases()[released:]; len(r) != 0 {
+		t.Errorf("released %v", r)
+	}
+}
+
 // TestARoundRenewsEveryLeaseAtOnce: renewals the bucket does not answer
 // wait out their timeouts side by side, so each lease is tried again next
 // round; one after the other, the last of 20 was tried 40 s into the
@@ -148,22 +172,12 @@ func TestALapsedLeaseIsKeptUntilTheBucketSaysOtherwise(t *testing.T) {
 	const parts = 4
 	a := startNode(t, kv, "a", parts, nil, nil)
 	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
-	epochs := map[int]uint64{}
-	for _, p := range a.Owned() {
-		epochs[p], _ = a.Owns(p)
-	}
+	epochs := a.epochs()
 	kv.stalled.Store(true)
 	eventually(t, "a's leases lapsed", func() bool { return len(a.Owned()) == 0 })
 	kv.stalled.Store(false)
 	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
-	for p, want := range epochs {
-		if got, _ := a.Owns(p); got != want {
-			t.Errorf("partition %d at epoch %d, want %d: taken afresh", p, got, want)
-		}
-	}
-	if r := a.releases(); len(r) != 0 {
-		t.Errorf("a released %v", r)
-	}
+	a.ownsStill(t, epochs, 0)
 }
 
 // TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted: a node whose writes
@@ -181,10 +195,7 @@ func TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted(t *testing.T) {
 	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
 	a := startNodeWith(t, bucket, LeaseConfig{Node: "a", Partitions: parts, answering: up}, ownsNone(b))
 	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
-	held := map[int]uint64{}
-	for _, p := range b.Owned() {
-		held[p], _ = b.Owns(p)
-	}
+	held := b.epochs()
 	released := len(b.releases()) // the half handed over to a
 	slow.stalled.Store(true)
 	slow.heartbeats.Store(true)
@@ -193,14 +204,7 @@ func TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted(t *testing.T) {
 	slow.stalled.Store(false)
 	slow.heartbeats.Store(false)
 	eventually(t, "b owns its partitions again", func() bool { return len(b.Owned()) == parts/2 })
-	for p, want := range held {
-		if got, ok := b.Owns(p); !ok || got != want {
-			t.Errorf("partition %d: b owns it %v at epoch %d, want at %d", p, ok, got, want)
-		}
-	}
-	if r := b.releases()[released:]; len(r) != 0 {
-		t.Errorf("b released %v", r)
-	}
+	b.ownsStill(t, held, released)
 }
 
 // landedKV is a lease bucket whose renewals can be made to land yet answer
@@ -237,10 +241,7 @@ func TestALeaseWhoseLatestRevisionCannotBeReadIsKept(t *testing.T) {
 	const parts = 4
 	a := startNode(t, kv, "a", parts, nil, nil)
 	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
-	epochs := map[int]uint64{}
-	for _, p := range a.Owned() {
-		epochs[p], _ = a.Owns(p)
-	}
+	epochs := a.epochs()
 	kv.landButTimeOut.Store(true)
 	eventually(t, "a round of renewals landed, answered as timed out", func() bool { return kv.landed.Load() >= parts })
 	kv.failGets.Store(true)
@@ -248,12 +249,5 @@ func TestALeaseWhoseLatestRevisionCannotBeReadIsKept(t *testing.T) {
 	eventually(t, "the next round's reads failed", func() bool { return kv.failed.Load() >= parts })
 	kv.failGets.Store(false)
 	eventually(t, "a owns every partition still", func() bool { return len(a.Owned()) == parts })
-	for p, want := range epochs {
-		if got, _ := a.Owns(p); got != want {
-			t.Errorf("partition %d at epoch %d, want %d: taken afresh", p, got, want)
-		}
-	}
-	if r := a.releases(); len(r) != 0 {
-		t.Errorf("a released %v", r)
-	}
+	a.ownsStill(t, epochs, 0)
 }
