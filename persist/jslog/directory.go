@@ -308,12 +308,19 @@ func (e *StaleClaim) Error() string {
 	return fmt.Sprintf("jslog: directory key %q: claimed, unconfirmed, by agent %s's batch at %d", e.Entry.Key, e.Agent, e.First)
 }
 
+// errInFlight is wrapped, with persist.ErrExists, by Claim's refusal of a
+// key that a write not confirmed yet holds: a claim within its window, or
+// a write the stream's leader has not stored yet. That write may still
+// fail and free the key, which a confirmed one never does.
+var errInFlight = errors.New("held by a write in flight")
+
 // Claim claims kv's key for kv, made by by's batch, unless another write
 // holds it: confirmed (and not deleted since), or claimed within its
 // window, on any node (an unconfirmed claim of this very entry does not
-// hold it). Then it returns ErrExists and writes nothing. A key held by an
-// agent batch's claim past its window is *StaleClaim. A claim whose answer
-// was lost may have landed: the key is then held until its window passes.
+// hold it). Then it returns ErrExists (with errInFlight for a claim) and
+// writes nothing. A key held by an agent batch's claim past its window is
+// *StaleClaim. A claim whose answer was lost may have landed: the key is
+// then held until its window passes.
 func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 	if len(kv.Key) == 0 || kv.Value == nil || bytes.HasPrefix(kv.Key, reservedPrefix) {
 		return Claim{}, fmt.Errorf("claim %q: %w", kv.Key, persist.ErrInvalid)
@@ -326,13 +333,14 @@ func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 		return c, err
 	}
 	taken := fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+	inFlight := fmt.Errorf("jslog: directory key %q: %w: %w", kv.Key, errInFlight, persist.ErrExists)
 	last, err := d.stream.GetLastMsgForSubject(ctx, c.subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		// The write that holds the key is on its way: a replicated
 		// stream's leader checks claims against writes it has not stored
 		// yet.
-		return Claim{}, taken
+		return Claim{}, inFlight
 	case err != nil:
 		return Claim{}, fmt.Errorf("jslog: directory claim: %w", err)
 	}
@@ -354,7 +362,7 @@ func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 	}
 	switch {
 	case d.now().Before(h.until) && !bytes.Equal(h.kv.Value, kv.Value):
-		return Claim{}, taken
+		return Claim{}, inFlight
 	case h.by.Agent != "" && !bytes.Equal(h.kv.Value, kv.Value):
 		return Claim{}, &StaleClaim{Claimer: h.by, Entry: h.kv, seq: last.Sequence}
 	}
@@ -365,14 +373,15 @@ func (d *Directory) Claim(kv persist.KV, by Claimer) (Claim, error) {
 
 // TakeOver claims kv's key for kv in place of the unconfirmed claim at
 // stream sequence seq (a StaleClaim's, or one Claim found past its
-// window): ErrExists if anything was written there since.
+// window): ErrExists, with errInFlight, if anything was written there
+// since.
 func (d *Directory) TakeOver(kv persist.KV, by Claimer, seq uint64) (Claim, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
 	kv.Unique = false
 	c, err := d.claimAfter(ctx, kv, by, seq)
 	if jserr.WrongLastSequence(err) {
-		return Claim{}, fmt.Errorf("jslog: directory key %q: %w", kv.Key, persist.ErrExists)
+		return Claim{}, fmt.Errorf("jslog: directory key %q: %w: %w", kv.Key, errInFlight, persist.ErrExists)
 	}
 	return c, err
 }

@@ -634,6 +634,108 @@ func TestLoadingAnAgentConfirmsTheClaimsOfItsLoggedBatches(t *testing.T) {
 	}
 }
 
+// A logged batch whose index is restored while another write holds one of
+// its unique keys unconfirmed (a claim whose answer was lost, made by a
+// retry of the batch's request) gets its whole index once that claim's
+// window passes, its Idempotency-Key record among it. Restoring the other
+// keys alone, or restoring while the retry holds its own claims, left the
+// record out for good: the retry's every try then made a new run, whose
+// external id the restored batch held.
+func TestALoggedBatchIsRestoredWholeOnceAWriteInFlightLetsGoOfItsKey(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	s := clockedStore(t, js, &c, 1)
+	ext, rec := []byte("runext/default/order-1"), []byte("idem/r/default/k1")
+	keys := func(run string) []persist.KV {
+		return []persist.KV{{Key: ext, Value: []byte(run), Unique: true},
+			{Key: rec, Value: []byte("201 " + run), Unique: true}}
+	}
+	// The first try: claims, then the log append; no confirmation.
+	first := keys("run_1")
+	var claimed []Claim
+	for _, kv := range first {
+		cl, err := s.dir.Claim(kv, Claimer{Agent: "agt_a", First: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, cl)
+	}
+	if err := s.agents.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
+		Index: first}); err != nil {
+		t.Fatal(err)
+	}
+	// Past the window, a retry's claim of the record lands, its answer
+	// lost (it read the log while the batch was not there yet).
+	c.advance(2 * time.Minute)
+	if _, err := s.dir.TakeOver(keys("run_2")[1], Claimer{Agent: "agt_a", First: 2}, claimed[1].seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load("agt_a"); err == nil {
+		t.Fatal("the agent loaded while a write in flight held its logged batch's key")
+	}
+	if v, err := s.Get(ext); !errors.Is(err, persist.ErrNotFound) {
+		t.Fatalf("the failed restore confirmed the external id: %q, %v", v, err)
+	}
+	// Retries of the request, each past the window of the claims before.
+	retry := func(run string) error {
+		return s.Append(persist.Batch{Agent: "agt_a", First: 2, Events: [][]byte{[]byte("e2")}, Index: keys(run)})
+	}
+	for i, run := range []string{"run_3", "run_4"} {
+		c.advance(2 * time.Minute)
+		if err := retry(run); !errors.Is(err, persist.ErrExists) {
+			t.Fatalf("retry %d: %v, want ErrExists", i, err)
+		}
+	}
+	for _, kv := range first {
+		if v, err := s.Get(kv.Key); err != nil || !bytes.Equal(v, kv.Value) {
+			t.Errorf("%s after the retries: %q, %v; want %s", kv.Key, v, err, kv.Value)
+		}
+	}
+	if _, err := s.Load("agt_a"); err != nil {
+		t.Fatalf("load after the restore: %v", err)
+	}
+}
+
+// Two logged batches that hold one unique key (the second took the first's
+// claim over on a read of the log that missed the first): the restore of
+// the one whose claim was taken over restores the other's index, whose
+// claim the key holds, and leaves the key to it.
+func TestARestoreMeetingAnotherLoggedBatchsClaimRestoresThatBatch(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	s := clockedStore(t, js, &c, 1)
+	id := []byte("agentext/default/acme")
+	logged := func(agent, value string, claim func(kv persist.KV, by Claimer) (Claim, error)) {
+		t.Helper()
+		kv := persist.KV{Key: id, Value: []byte(value), Unique: true}
+		if _, err := claim(kv, Claimer{Agent: agent, First: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.agents.Append(persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")},
+			Index: []persist.KV{kv, {Key: []byte("idem/r/default/" + agent), Value: []byte("201 " + value)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logged("agt_a", "agt_x", s.dir.Claim)
+	c.advance(2 * time.Minute)
+	logged("agt_b", "agt_y", func(kv persist.KV, by Claimer) (Claim, error) {
+		var stale *StaleClaim
+		if _, err := s.dir.Claim(kv, by); !errors.As(err, &stale) {
+			t.Fatalf("a claim past the window: %v, want a stale claim", err)
+		}
+		return s.dir.TakeOver(kv, by, stale.seq)
+	})
+	c.advance(2 * time.Minute)
+	if _, err := s.Load("agt_a"); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{string(id): "agt_y", "idem/r/default/agt_b": "201 agt_y"} {
+		if v, err := s.Get([]byte(key)); err != nil || string(v) != want {
+			t.Errorf("%s: %q, %v; want %s", key, v, err, want)
+		}
+	}
+}
+
 // A confirmed key deleted since (an Idempotency-Key record past its time)
 // may be claimed again; one still held may not.
 func TestADeletedKeyCanBeClaimedAgain(t *testing.T) {

@@ -76,7 +76,7 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 // log's acknowledgement was lost), since an actor whose append failed
 // appends nothing more, and the next one loads first. An entry the
 // directory holds is left as it is, and so is a unique key another write
-// holds.
+// holds confirmed (see restore).
 func (s *Store) Load(agent string) (r persist.Recovered, err error) {
 	err = s.open(func() error {
 		var last *Stored
@@ -93,7 +93,11 @@ func (s *Store) Load(agent string) (r persist.Recovered, err error) {
 
 // restore writes the entries of a logged batch's index that the directory
 // lacks, the unique ones claimed and confirmed (a claim of the very same
-// entry does not wait out its window).
+// entry does not wait out its window). A unique key another write holds
+// confirmed is left to it; one that a write in flight holds fails the
+// restore, and nothing is confirmed, so that the next try (the agent's
+// next load, or a claim that finds the batch's claims past their window)
+// restores the whole index.
 func (s *Store) restore(b *Stored) error {
 	var (
 		rest   []persist.KV
@@ -114,7 +118,18 @@ func (s *Store) restore(b *Stored) error {
 			continue
 		}
 		c, err := s.claimKey(kv, Claimer{Agent: b.Agent, First: b.First})
+		var held *heldByLog
 		switch {
+		case errors.As(err, &held):
+			if err := s.restore(&held.batch); err != nil {
+				return err
+			}
+			continue // another logged batch holds it
+		case errors.Is(err, errInFlight):
+			// Skipped, the entry would never be written: this batch's
+			// other keys, confirmed, start no restore when claimed again.
+			return fmt.Errorf("jslog: agent %s's logged batch at %d: key %q is held by a write in flight; "+
+				"restored once that write lands or its window passes", b.Agent, b.First, kv.Key)
 		case errors.Is(err, persist.ErrExists):
 			continue // another write took it
 		case err != nil:
@@ -167,9 +182,18 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 			rest = append(rest, kv)
 		}
 	}
-	claims := make([]Claim, len(unique))
+	var (
+		claims = make([]Claim, len(unique))
+		heldMu sync.Mutex
+		held   []*heldByLog
+	)
 	err := each(len(unique), func(i int) (err error) {
 		claims[i], err = s.claimKey(unique[i], by)
+		if h := (*heldByLog)(nil); errors.As(err, &h) {
+			heldMu.Lock()
+			held = append(held, h)
+			heldMu.Unlock()
+		}
 		return err
 	})
 	if err != nil {
@@ -179,10 +203,33 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 			}
 			return nil
 		})
+		// The logged batches found holding keys are restored once this
+		// batch's own claims are released: a restore would find them in
+		// its way, and this batch, whose claims come back each retry,
+		// would keep one of their keys from them for good.
+		for _, h := range held {
+			if err := s.restore(&h.batch); err != nil {
+				return nil, nil, err
+			}
+		}
 		return nil, nil, err
 	}
 	return claims, rest, nil
 }
+
+// heldByLog is claimKey's refusal of a key that an agent's logged batch
+// holds with a claim its node never confirmed: the batch's index is
+// restored (Store.claim).
+type heldByLog struct {
+	batch Stored
+	key   []byte
+}
+
+func (e *heldByLog) Error() string {
+	return fmt.Sprintf("jslog: directory key %q: agent %s's logged batch at %d holds it", e.key, e.batch.Agent, e.batch.First)
+}
+
+func (e *heldByLog) Unwrap() error { return persist.ErrExists }
 
 // each runs fn(0), …, fn(n-1) at once (each claim or confirmation is a
 // replicated write: one after the other, a batch of n keyed requests would
@@ -208,8 +255,8 @@ func each(n int, fn func(i int) error) error {
 
 // claimKey claims kv's key for by's batch. A key held by another batch's
 // claim past its window goes to that batch if it reached its log (its
-// node stopped before confirming: its index is restored, and the key is
-// taken), and is taken over if it did not.
+// node stopped before confirming: *heldByLog, whose index is for the
+// caller to restore), and is taken over if it did not.
 func (s *Store) claimKey(kv persist.KV, by Claimer) (Claim, error) {
 	c, err := s.dir.Claim(kv, by)
 	var stale *StaleClaim
@@ -223,10 +270,7 @@ func (s *Store) claimKey(kv persist.KV, by Claimer) (Claim, error) {
 	case !ok:
 		return s.dir.TakeOver(kv, by, stale.seq)
 	}
-	if err := s.restore(&logged); err != nil {
-		return Claim{}, err
-	}
-	return Claim{}, fmt.Errorf("jslog: directory key %q: agent %s's logged batch holds it: %w", kv.Key, stale.Agent, persist.ErrExists)
+	return Claim{}, &heldByLog{batch: logged, key: kv.Key}
 }
 
 // settle writes rest, then confirms claims: a reader that finds a
