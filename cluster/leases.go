@@ -22,10 +22,9 @@ import (
 
 // LeaseBucket is the JetStream key-value bucket that holds partition leases
 // ("partition.<p>", the owner's node id) and node heartbeats ("node.<id>").
-// Its TTL is the lease TTL: an entry not rewritten for that long expires,
-// and the expiry marker wakes every node's watcher. Nodes also delete, by
-// revision, entries they have seen unrenewed for a TTL (reap), as the
-// bucket's expiry can lag far behind it after a leader change.
+// Nodes delete, by revision, the entries they have seen unrenewed for a
+// lease TTL (reap); the bucket expires them after bucketTTLs TTLs, as a
+// backstop, and its expiry marker wakes every node's watcher.
 const LeaseBucket = "plaudit_leases"
 
 // LeaseStream is the JetStream stream beneath LeaseBucket.
@@ -52,8 +51,8 @@ const (
 type LeaseConfig struct {
 	Node       string // this node's id (ValidNode)
 	Partitions int    // the cluster's partition count
-	// TTL is the lease TTL, which must equal the bucket's (DefaultLeaseTTL);
-	// Renew is how often the owner renews (TTL/3).
+	// TTL is the lease TTL (DefaultLeaseTTL), the one LeaseBucketConfig
+	// made the bucket with; Renew is how often the owner renews (TTL/3).
 	TTL, Renew time.Duration
 	// Acquire is called when this node has taken partition p, before Owns
 	// reports it; epoch is the lease's revision, higher than any earlier
@@ -123,6 +122,9 @@ type Leases struct {
 	nudged       chan struct{}
 	reloaded     time.Time
 	reloadFailed bool
+	// answered is whether the last round's heartbeat was written (only
+	// run touches it).
+	answered bool
 	// owners is each partition's owner in view, for Owner; members the
 	// live nodes in view, for Members.
 	owners  atomic.Pointer[[]string]
@@ -156,18 +158,28 @@ var ErrBadConfig = errors.New("cluster: bad configuration")
 func ValidNode(id string) bool { return len(id) <= 64 && token.Valid(id) }
 
 // LeaseBucketConfig is the lease bucket's configuration for a cluster of
-// replicas copies and lease TTL ttl.
+// replicas copies and lease TTL ttl. The bucket keeps an entry for
+// bucketTTLs lease TTLs after its last write: the nodes expire leases
+// themselves, a TTL after they last saw them change (Leases.reap), and
+// the bucket's expiry is the backstop. At one TTL, a bucket leader
+// elected after the old one's node paused expired every lease at once,
+// the survivors' too: none could be renewed during the election.
 func LeaseBucketConfig(replicas int, ttl time.Duration) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:   LeaseBucket,
 		History:  1,
-		TTL:      ttl,
+		TTL:      bucketTTLs * ttl,
 		Storage:  jetstream.FileStorage,
 		Replicas: replicas,
 		// Expiry leaves a marker for this long, so watchers hear of it.
 		LimitMarkerTTL: max(ttl, time.Second),
 	}
 }
+
+// bucketTTLs is the lease bucket's TTL in lease TTLs: elections of the
+// bucket's leader take 4-9 s here, and an entry is at most a round old
+// when one begins.
+const bucketTTLs = 3
 
 // StartLeases starts holding leases for cfg.Node in kv, the lease bucket.
 func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
@@ -304,7 +316,10 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 	defer tick.Stop()
 	since := time.Now().UTC()
 	l.round(since)
+	reapDue := time.NewTimer(l.untilReap())
+	defer reapDue.Stop()
 	for rounds := 1; ; {
+		reapDue.Reset(l.untilReap())
 		// A stop goes first. Without the bucket's quorum a round or a
 		// reload waits out its timeout, and a tick is then always due:
 		// taken at random among the ready cases, the stop of a cluster's
@@ -331,6 +346,14 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 		case <-l.nudged:
 			if l.reloadDue(nudgeGap) {
 				w, _ = l.reload(w, l.quickTimeout())
+			}
+		case <-reapDue.C:
+			// An entry is due to go between rounds: its deletion, once
+			// the watch shows it, starts the round that takes its
+			// partition. Not while the bucket does not answer: the reap
+			// would hold the next round up by its timeouts.
+			if l.answered {
+				l.reap()
 			}
 		case <-tick.C:
 			// The renewals first, whatever the watch.
@@ -568,17 +591,31 @@ func (l *Leases) round(since time.Time) {
 		l.wrote(rev)
 	}
 	renewals.Wait()
-	if err == nil {
+	if l.answered = err == nil; l.answered {
 		l.reap()
 		l.balance()
 	}
 }
 
+// untilReap is how long until an entry of another run is due to go (a
+// TTL after this node first saw its revision; see reap), but no sooner
+// than a quarter of a round: an entry spared is due again at once.
+func (l *Leases) untilReap() time.Duration {
+	next := l.cfg.TTL // nothing due: a round comes first
+	for _, v := range l.view {
+		if v.Run != l.runID {
+			next = min(next, time.Until(v.seen.Add(l.cfg.TTL)))
+		}
+	}
+	return max(next, l.cfg.Renew/4)
+}
+
 // reap deletes, each at the revision last seen, the leases and heartbeats
 // of other runs that this node has seen unchanged for a whole TTL: their
-// writer stopped renewing them. The bucket would expire them too, but only
-// its stream's leader does, and one newly elected after the old one died
-// has been seen to do it many seconds late. Deleting is safe by time: the
+// writer stopped renewing them. The bucket expires them only bucketTTLs
+// TTLs after their last write (LeaseBucketConfig), and only its stream's
+// leader does, which one newly elected after the old one died has been
+// seen to do many seconds late. Deleting is safe by time: the
 // writer counted the entry as held for at most TTL less a tenth after it
 // sent the write, which is before this node saw it; and by revision: a
 // renewal since makes the delete fail.
@@ -689,6 +726,7 @@ func (l *Leases) renew(p int, ls *lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
 	defer cancel()
 	rev, err := l.kv.Update(ctx, partitionKey(p), l.value(time.Now().UTC()), ls.rev)
+	holder := "not read" // what holds the key instead, for the log
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		// An earlier renewal that timed out may have landed: the lease is
 		// still this run's if the latest revision is its own write (no one
@@ -701,11 +739,15 @@ func (l *Leases) renew(p int, ls *lease) {
 		e, gerr := l.kv.Get(rctx, partitionKey(p))
 		switch {
 		case gerr == nil:
-			if cur, ok := decodeLease(e); ok && cur.Run == l.runID {
+			cur, ok := decodeLease(e)
+			if ok && cur.Run == l.runID {
 				rev, err = l.kv.Update(rctx, partitionKey(p), l.value(time.Now().UTC()), cur.rev)
 			}
+			holder = fmt.Sprintf("node %s's run %s, revision %d", cur.Node, cur.Run, e.Revision())
 		case !errors.Is(gerr, jetstream.ErrKeyNotFound) && !errors.Is(gerr, jetstream.ErrKeyDeleted):
 			err = gerr
+		default:
+			holder = "none: deleted"
 		}
 	}
 	switch {
@@ -713,7 +755,8 @@ func (l *Leases) renew(p int, ls *lease) {
 		l.owned[p].Store(&lease{epoch: ls.epoch, rev: rev, until: start.Add(l.validity())})
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound),
 		errors.Is(err, jetstream.ErrKeyDeleted):
-		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err)
+		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err,
+			"revision", ls.rev, "holder", holder)
 		l.lose(p)
 	case !time.Now().Before(ls.until):
 		if !ls.lapsed {

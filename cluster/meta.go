@@ -21,7 +21,8 @@ const (
 type Meta struct {
 	Name       string `json:"name"`
 	Partitions int    `json:"partitions"`
-	// LeaseTTLMillis is the lease bucket's TTL, in milliseconds.
+	// LeaseTTLMillis is the lease TTL, in milliseconds (the bucket's is
+	// a multiple of it: LeaseBucketConfig).
 	LeaseTTLMillis int64     `json:"lease_ttl_ms"`
 	CreatedAt      time.Time `json:"created_at"`
 }

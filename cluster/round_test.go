@@ -180,6 +180,27 @@ func TestALapsedLeaseIsKeptUntilTheBucketSaysOtherwise(t *testing.T) {
 	a.ownsStill(t, epochs, 0)
 }
 
+// TestTheBucketKeepsALeaseUnrenewedForLongerThanItsTTL: while the bucket
+// elects a leader no lease is renewed, and the one elected expires what
+// is older than the bucket's TTL at once. At one lease TTL, every lease of
+// the survivors went with the paused node's after an election of 4-9 s.
+// The nodes expire the leases of the others themselves (reap).
+func TestTheBucketKeepsALeaseUnrenewedForLongerThanItsTTL(t *testing.T) {
+	kv := &unansweredKV{KeyValue: leaseBucket(t, startJetStream(t))}
+	const parts = 4
+	a := startNode(t, kv, "a", parts, nil, nil)
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	epochs := a.epochs()
+	kv.stalled.Store(true)
+	kv.heartbeats.Store(true)
+	eventually(t, "a's leases lapsed", func() bool { return len(a.Owned()) == 0 })
+	time.Sleep(testTTL) // unrenewed for nearly two TTLs
+	kv.stalled.Store(false)
+	kv.heartbeats.Store(false)
+	eventually(t, "a owns every partition again", func() bool { return len(a.Owned()) == parts })
+	a.ownsStill(t, epochs, 0)
+}
+
 // TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted: a node whose writes
 // go unanswered for a TTL, as every node's do while the bucket elects a
 // leader, keeps its leases when the bucket's leader still hears from its

@@ -272,6 +272,9 @@ func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) 
 		if err != nil {
 			return err
 		}
+		if err := leaseExpiry(ctx, c.js, c.meta.LeaseTTL()); err != nil {
+			return err
+		}
 		if err := jslog.ReadFromLeader(ctx, c.js, cluster.LeaseStream); err != nil {
 			return err
 		}
@@ -279,6 +282,22 @@ func (c *clusterNode) leaseBucket(s *Server) (kv jetstream.KeyValue, err error) 
 		return err
 	})
 	return kv, err
+}
+
+// leaseExpiry gives the lease bucket the TTL LeaseBucketConfig does, for
+// a bucket made by an earlier version (one lease TTL, which expired the
+// survivors' leases after an election of the bucket's leader).
+func leaseExpiry(ctx context.Context, js jetstream.JetStream, ttl time.Duration) error {
+	s, err := js.Stream(ctx, cluster.LeaseStream)
+	if err != nil {
+		return err
+	}
+	cfg := s.CachedInfo().Config
+	if want := cluster.LeaseBucketConfig(0, ttl).TTL; cfg.MaxAge != want {
+		cfg.MaxAge = want
+		_, err = js.UpdateStream(ctx, cfg)
+	}
+	return err
 }
 
 // status is the node's view of the cluster, for GET /v1/cluster.

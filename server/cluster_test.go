@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/plaudit/plaudit/cluster"
 	"github.com/plaudit/plaudit/internal/freeport"
 	"github.com/plaudit/plaudit/internal/jstest"
@@ -527,5 +529,30 @@ func TestAKeyedWriteWhoseRecordMissedTheDirectoryIsNotWrittenTwice(t *testing.T)
 	}
 	if id := str(t, again.json(t), "id"); id != items[0].(map[string]any)["id"] {
 		t.Errorf("the retry answered signal %s, the run holds %v", id, items[0])
+	}
+}
+
+// A lease bucket made by an earlier version kept entries one lease TTL; a
+// node starting gives it the TTL of today's (LeaseBucketConfig).
+func TestALeaseBucketOfOneTTLIsGivenTodaysTTL(t *testing.T) {
+	js, err := jetstream.New(jstest.Server(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old := cluster.LeaseBucketConfig(1, 3*time.Second)
+	old.TTL = 3 * time.Second
+	if _, err := js.CreateKeyValue(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaseExpiry(ctx, js, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, cluster.LeaseStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.CachedInfo().Config.MaxAge, cluster.LeaseBucketConfig(1, 3*time.Second).TTL; got != want || want == old.TTL {
+		t.Fatalf("the bucket keeps entries %v, want %v (not %v)", got, want, old.TTL)
 	}
 }
