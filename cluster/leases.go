@@ -446,7 +446,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstrea
 // watch starts a watch of the bucket and reads the entries it holds now,
 // until the watch marks their end or timeout fires (nil: never).
 func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[string]leaseValue, error) {
-	w, err := l.kv.WatchAll(context.Background())
+	w, err := l.startWatch(timeout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -468,6 +468,34 @@ func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[stri
 			_ = w.Stop()
 			return nil, nil, errors.New("the bucket's first values did not come in time")
 		}
+	}
+}
+
+// startWatch starts a watch of the bucket, or gives up when timeout fires
+// (nil: never). The watch cannot be given a deadline of its own: it ends
+// with its context. Its start is a JetStream request that, while the
+// bucket's stream has no leader, waits out nats.go's timeout (5 s), which
+// held the lease loop up as long, its takes and renewals with it.
+func (l *Leases) startWatch(timeout <-chan time.Time) (jetstream.KeyWatcher, error) {
+	type started struct {
+		w   jetstream.KeyWatcher
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		w, err := l.kv.WatchAll(context.Background())
+		done <- started{w, err}
+	}()
+	select {
+	case s := <-done:
+		return s.w, s.err
+	case <-timeout:
+		go func() {
+			if s := <-done; s.err == nil {
+				_ = s.w.Stop()
+			}
+		}()
+		return nil, errors.New("the watch did not start in time")
 	}
 }
 

@@ -119,3 +119,35 @@ func TestANudgeReadsTheViewAfresh(t *testing.T) {
 		return true
 	})
 }
+
+// heldWatchKV is a lease bucket whose watches, while held, do not start
+// until released, as while the bucket's stream has no leader.
+type heldWatchKV struct {
+	jetstream.KeyValue
+	held    atomic.Bool
+	release chan struct{}
+}
+
+func (kv *heldWatchKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if kv.held.Load() {
+		<-kv.release
+	}
+	return kv.KeyValue.WatchAll(ctx, opts...)
+}
+
+// TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp: a read of the view
+// gives up on a watch that has not started within its time, and the
+// rounds go on. Waited for, each held the lease loop up for nats.go's
+// 5 s timeout while the bucket elected a leader.
+func TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp(t *testing.T) {
+	kv := &heldWatchKV{KeyValue: leaseBucket(t, startJetStream(t)), release: make(chan struct{})}
+	const parts = 4
+	a := startNode(t, kv, "a", parts, nil, nil)
+	t.Cleanup(func() { close(kv.release) }) // before a stops
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	epochs := a.epochs()
+	kv.held.Store(true)
+	a.Nudge() // a read of the view, whose watch does not start
+	time.Sleep(2 * testTTL)
+	a.ownsStill(t, epochs, 0)
+}
