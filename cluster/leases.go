@@ -311,7 +311,7 @@ func nodeKey(node string) string { return "node." + node }
 // the watch shows a partition freed or a node come or gone.
 func (l *Leases) run(w jetstream.KeyWatcher) {
 	defer close(l.done)
-	defer func() { _ = w.Stop() }()
+	defer func() { stopWatch(w) }()
 	tick := time.NewTicker(l.cfg.Renew)
 	defer tick.Stop()
 	since := time.Now().UTC()
@@ -433,7 +433,7 @@ func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstrea
 		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
 		return w, false
 	}
-	_ = w.Stop()
+	stopWatch(w)
 	l.unseen = 0 // the view is as of its start
 	for key, v := range view {
 		view[key] = l.sinceFirstSeen(key, v)
@@ -455,7 +455,7 @@ func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[stri
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
-				_ = w.Stop()
+				stopWatch(w)
 				return nil, nil, errors.New("the watch ended before its first values")
 			}
 			if e == nil { // the initial values are all in
@@ -465,7 +465,7 @@ func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[stri
 				view[e.Key()] = v
 			}
 		case <-timeout:
-			_ = w.Stop()
+			stopWatch(w)
 			return nil, nil, errors.New("the bucket's first values did not come in time")
 		}
 	}
@@ -492,12 +492,19 @@ func (l *Leases) startWatch(timeout <-chan time.Time) (jetstream.KeyWatcher, err
 	case <-timeout:
 		go func() {
 			if s := <-done; s.err == nil {
-				_ = s.w.Stop()
+				stopWatch(s.w)
 			}
 		}()
 		return nil, errors.New("the watch did not start in time")
 	}
 }
+
+// stopWatch stops w on a goroutine of its own: the stop deletes the
+// watch's consumer, a JetStream request that nats.go gives 5 s, which a
+// bucket without a leader waits out. Waited for, the stop of the watch
+// that stalled held the lease loop up as long (4.7 s), right after the
+// bucket's election, when the paused node's partitions were to be taken.
+func stopWatch(w jetstream.KeyWatcher) { go func() { _ = w.Stop() }() }
 
 // observe applies one watched entry to the view and reports whether it
 // calls for a round now: a lease or heartbeat gone, or a node arrived.

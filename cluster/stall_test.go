@@ -120,19 +120,36 @@ func TestANudgeReadsTheViewAfresh(t *testing.T) {
 	})
 }
 
-// heldWatchKV is a lease bucket whose watches, while held, do not start
-// until released, as while the bucket's stream has no leader.
+// heldWatchKV is a lease bucket whose watches, while held, neither start
+// nor stop until released, as while the bucket's stream has no leader
+// (each is a JetStream request: the consumer's creation, its deletion).
 type heldWatchKV struct {
 	jetstream.KeyValue
-	held    atomic.Bool
-	release chan struct{}
+	held, stops atomic.Bool // starts held; stops held
+	release     chan struct{}
 }
 
 func (kv *heldWatchKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
 	if kv.held.Load() {
 		<-kv.release
 	}
-	return kv.KeyValue.WatchAll(ctx, opts...)
+	w, err := kv.KeyValue.WatchAll(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return heldStop{w, kv}, nil
+}
+
+type heldStop struct {
+	jetstream.KeyWatcher
+	kv *heldWatchKV
+}
+
+func (w heldStop) Stop() error {
+	if w.kv.stops.Load() {
+		<-w.kv.release
+	}
+	return w.KeyWatcher.Stop()
 }
 
 // TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp: a read of the view
@@ -148,6 +165,22 @@ func TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp(t *testing.T) {
 	epochs := a.epochs()
 	kv.held.Store(true)
 	a.Nudge() // a read of the view, whose watch does not start
+	time.Sleep(2 * testTTL)
+	a.ownsStill(t, epochs, 0)
+}
+
+// TestAWatchThatDoesNotStopDoesNotHoldTheRenewalsUp: the watch a read of
+// the view replaces is stopped aside. Waited for, its stop held the lease
+// loop up for nats.go's 5 s timeout while the bucket elected a leader.
+func TestAWatchThatDoesNotStopDoesNotHoldTheRenewalsUp(t *testing.T) {
+	kv := &heldWatchKV{KeyValue: leaseBucket(t, startJetStream(t)), release: make(chan struct{})}
+	const parts = 4
+	a := startNode(t, kv, "a", parts, nil, nil)
+	t.Cleanup(func() { close(kv.release) }) // before a stops
+	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+	epochs := a.epochs()
+	kv.stops.Store(true)
+	a.Nudge() // a read of the view, whose old watch does not stop
 	time.Sleep(2 * testTTL)
 	a.ownsStill(t, epochs, 0)
 }
