@@ -103,6 +103,11 @@ type Leases struct {
 	// not taken again until it is done. releases counts them.
 	releasing []atomic.Bool
 	releases  sync.WaitGroup
+	// takeFailed is when this node's last take of each partition failed
+	// in Acquire (Unix nanoseconds; 0: never). The lease given back shows
+	// in the watch and starts a round at once: while a partition's log had
+	// no leader, a node took it and gave it back every 15 ms.
+	takeFailed []atomic.Int64
 
 	stop     chan struct{} // closed by Stop or halt
 	done     chan struct{} // closed when run returns
@@ -211,8 +216,10 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 		cfg.rewatch = rewatchEvery
 	}
 	l := &Leases{cfg: cfg, kv: kv, pref: preference(cfg.Node, cfg.Partitions), runID: rand.Text(),
-		owned: make([]atomic.Pointer[lease], cfg.Partitions), releasing: make([]atomic.Bool, cfg.Partitions),
-		stop: make(chan struct{}), done: make(chan struct{}), nudged: make(chan struct{}, 1)}
+		owned:      make([]atomic.Pointer[lease], cfg.Partitions),
+		releasing:  make([]atomic.Bool, cfg.Partitions),
+		takeFailed: make([]atomic.Int64, cfg.Partitions),
+		stop:       make(chan struct{}), done: make(chan struct{}), nudged: make(chan struct{}, 1)}
 	// The bucket as it is now, before the first round: a node that starts
 	// must see the leases already held, or it would count itself alone.
 	w, view, err := l.watch(nil)
@@ -862,6 +869,9 @@ func (l *Leases) balance() {
 			if held && v.Run != l.runID {
 				continue
 			}
+			if !l.takeDue(p) {
+				continue
+			}
 			mine++ // a take that fails is tried again next round
 			tried++
 			takes.Go(func() { l.acquire(p, v, held) })
@@ -883,6 +893,13 @@ func (l *Leases) balance() {
 			}
 		}
 	}
+}
+
+// takeDue reports whether p may be taken now: not within a quarter of a
+// round of a take that failed in Acquire.
+func (l *Leases) takeDue(p int) bool {
+	failed := l.takeFailed[p].Load()
+	return failed == 0 || time.Since(time.Unix(0, failed)) >= l.cfg.Renew/4
 }
 
 // acquire takes partition p: by creating its lease, or, when the view shows
@@ -907,6 +924,7 @@ func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 		return false
 	}
 	if err := l.cfg.Acquire(p, rev); err != nil {
+		l.takeFailed[p].Store(time.Now().UnixNano())
 		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
 		// Acquire may have used up ctx: the lease is let go in time of
 		// its own, or it would hold the partition unserved until it

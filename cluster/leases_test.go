@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,6 +282,24 @@ func TestAFailedAcquireHandsThePartitionBack(t *testing.T) {
 	defer a.mu.Unlock()
 	if _, ok := a.acquired[0]; ok {
 		t.Error("a recorded partition 0 although its Acquire failed")
+	}
+}
+
+// A take that fails in Acquire is not tried again at once: its lease,
+// given back, shows in the watch and starts a round, and while a
+// partition's log had no leader, a node took and gave it back every 15 ms.
+func TestAFailedTakeIsNotTriedAgainAtOnce(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	var tries atomic.Int32
+	startNode(t, kv, "a", 1, nil, func(int, uint64) error {
+		tries.Add(1)
+		return errors.New("the partition's log has no leader")
+	})
+	eventually(t, "a tried to take the partition", func() bool { return tries.Load() > 0 })
+	time.Sleep(2 * time.Second)
+	// At most one try a quarter of a round (TTL/12), and one each round.
+	if n, most := tries.Load(), int32(1+2*time.Second/(testTTL/12)+2*time.Second/(testTTL/3)+2); n > most {
+		t.Errorf("%d tries in 2 s, want at most %d", n, most)
 	}
 }
 
