@@ -50,7 +50,7 @@ func (d *Door) startBackup(ctx *fasthttp.RequestCtx, req *api.Request) (func(io.
 	if !d.svc.Ready() {
 		return nil, api.ErrRecovering
 	}
-	p, err := d.svc.Tenancy().Authenticate(string(ctx.Request.Header.Peek("Authorization")))
+	p, err := d.svc.Tenancy().AuthenticateHeader(ctx.Request.Header.Peek("Authorization"))
 	if err != nil {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig 
 		return fasthttp.RequestConfig{}
 	}
 	conf := fasthttp.RequestConfig{ReadTimeout: d.cfg.BodyTimeout}
-	if _, err := d.svc.Tenancy().Authenticate(string(h.Peek("Authorization"))); err != nil {
+	if _, err := d.svc.Tenancy().AuthenticateHeader(h.Peek("Authorization")); err != nil {
 		conf.MaxRequestBodySize = 1
 	}
 	return conf

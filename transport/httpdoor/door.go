@@ -192,7 +192,7 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 	if !d.svc.Ready() {
 		return api.ErrRecovering
 	}
-	p, err := d.svc.Tenancy().Authenticate(string(ctx.Request.Header.Peek("Authorization")))
+	p, err := d.svc.Tenancy().AuthenticateHeader(ctx.Request.Header.Peek("Authorization"))
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,23 @@ func TestFirstStartMakesAccountWorkspaceAndAdminKey(t *testing.T) {
 	}
 }
 
+// A header value as a door reads it, in bytes, authenticates as its
+// string does.
+func TestAHeaderInBytesAuthenticatesAsItsString(t *testing.T) {
+	ten, key := openTenancy(t, t.TempDir(), "")
+	for _, header := range []string{"Bearer " + key, "Bearer ", "Bearer", "", key, "bearer " + key,
+		"Bearer " + key + "x", "Bearer  " + key, "Basic " + key} {
+		want, wantErr := ten.Authenticate(header)
+		got, err := ten.AuthenticateHeader([]byte(header))
+		if got.KeyID != want.KeyID || got.Admin != want.Admin || !errors.Is(err, wantErr) && err != wantErr {
+			t.Errorf("%q: %+v, %v; as a string %+v, %v", header, got, err, want, wantErr)
+		}
+	}
+	if _, err := ten.AuthenticateHeader([]byte("Bearer " + key)); err != nil {
+		t.Fatalf("the admin key in bytes: %v", err)
+	}
+}
+
 func TestBootstrapKeyIsNotPrinted(t *testing.T) {
 	ten, printed := openTenancy(t, t.TempDir(), "my-admin-key")
 	if printed != "" {
