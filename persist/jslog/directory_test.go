@@ -736,6 +736,31 @@ func TestARestoreMeetingAnotherLoggedBatchsClaimRestoresThatBatch(t *testing.T) 
 	}
 }
 
+// A batch whose partition this node does not own (a paused node's queued
+// request, once its lease has gone) sends nothing to the log and releases
+// its claims at once: the owner's batch takes the keys without waiting
+// out a window.
+func TestABatchOfAPartitionNotOwnedHereReleasesItsClaims(t *testing.T) {
+	js := startJetStream(t)
+	var c clock
+	deposed, owner := clockedStore(t, js, &c, 1), clockedStore(t, js, &c, 2)
+	batch := func(run string) persist.Batch {
+		return persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
+			{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true},
+			{Key: []byte("idem/r/default/k1"), Value: []byte("201 " + run), Unique: true}}}
+	}
+	deposed.agents.Disown(partitionOf("agt_a"))
+	if err := deposed.Append(batch("run_1")); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("an append of a partition not owned: %v, want ErrNotOwner", err)
+	}
+	if err := owner.Append(batch("run_2")); err != nil {
+		t.Fatalf("the owner's batch claiming the same keys: %v", err)
+	}
+	if v, err := owner.Get([]byte("runext/default/order-1")); err != nil || string(v) != "run_2" {
+		t.Fatalf("the external id: %q, %v; want run_2", v, err)
+	}
+}
+
 // A confirmed key deleted since (an Idempotency-Key record past its time)
 // may be claimed again; one still held may not.
 func TestADeletedKeyCanBeClaimedAgain(t *testing.T) {

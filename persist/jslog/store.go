@@ -43,7 +43,9 @@ func (s *Store) open(fn func() error) error {
 // directory readers read follows it: an entry there (a run's agent, an
 // Idempotency-Key record) never names a write the log lacks. A crash
 // after the log append leaves the index to Load; one before it leaves
-// claims never confirmed, which their window frees.
+// claims never confirmed, which their window frees. A batch whose
+// partition is not owned here sends nothing to the log, and releases its
+// claims at once.
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
@@ -55,6 +57,13 @@ func (s *Store) Append(b persist.Batch) error {
 		}
 		if len(b.Events) > 0 {
 			if err := s.agents.Append(b); err != nil {
+				if errors.Is(err, ErrNotOwner) {
+					// Nothing was sent: left to their window, the claims
+					// kept the keys from the batch's retry on the new
+					// owner (a paused node's queued requests), and from
+					// the restore of a batch it retried.
+					s.release(claims)
+				}
 				return err
 			}
 		}
@@ -197,12 +206,7 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 		return err
 	})
 	if err != nil {
-		_ = each(len(claims), func(i int) error {
-			if claims[i].seq != 0 { // claimed
-				s.dir.Release(claims[i])
-			}
-			return nil
-		})
+		s.release(claims)
 		// The logged batches found holding keys are restored once this
 		// batch's own claims are released: a restore would find them in
 		// its way, and this batch, whose claims come back each retry,
@@ -215,6 +219,17 @@ func (s *Store) claim(kvs []persist.KV, by Claimer) ([]Claim, []persist.KV, erro
 		return nil, nil, err
 	}
 	return claims, rest, nil
+}
+
+// release releases the claims made of claims (all at once), for a batch
+// that will not be written.
+func (s *Store) release(claims []Claim) {
+	_ = each(len(claims), func(i int) error {
+		if claims[i].seq != 0 { // claimed
+			s.dir.Release(claims[i])
+		}
+		return nil
+	})
 }
 
 // heldByLog is claimKey's refusal of a key that an agent's logged batch
