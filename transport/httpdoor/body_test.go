@@ -50,7 +50,11 @@ func TestKeyCheckedBeforeBody(t *testing.T) {
 // and when it misses its deadline (then it is answered 400).
 func TestBodyBudget(t *testing.T) {
 	const maxBody = 32 << 10
-	e := newDoorEnv(t, Config{MaxBody: maxBody, BodyBudget: 2 * maxBody, BodyTimeout: time.Second}, true)
+	// The held bodies must outlast the steps below, or their shares come
+	// back early: at 1 s, a loaded CI machine took longer, and the budget
+	// was never spent again.
+	const bodyTimeout = 5 * time.Second
+	e := newDoorEnv(t, Config{MaxBody: maxBody, BodyBudget: 2 * maxBody, BodyTimeout: bodyTimeout}, true)
 	// hold starts a request whose body (maxBody declared) stalls after
 	// more than fasthttp's pre-read, so that the door is reading it.
 	hold := func(t *testing.T) net.Conn {
@@ -106,7 +110,7 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatalf("budget not spent again: %d %s", r.status, r.body)
 	}
 	for _, c := range []net.Conn{second, third} {
-		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_ = c.SetReadDeadline(time.Now().Add(bodyTimeout + 5*time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("a body past its deadline: %v", err)
