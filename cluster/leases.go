@@ -71,8 +71,8 @@ type LeaseConfig struct {
 	// rewatch is how many rounds apart the view is read afresh in any
 	// case (rewatchEvery when zero; tests).
 	rewatch int
-	// answering, when set, stands in for the bucket's word on which
-	// servers answer its leader (tests).
+	// answering, when set, stands in for the bucket's word on its
+	// servers (Leases.servers; tests).
 	answering func() map[string]bool
 }
 
@@ -127,9 +127,11 @@ type Leases struct {
 	nudged       chan struct{}
 	reloaded     time.Time
 	reloadFailed bool
-	// answered is whether the last round's heartbeat was written (only
-	// run touches it).
-	answered bool
+	// answered is whether the last round's heartbeat was written, and
+	// answeredSince when the first of those in a row was (only run
+	// touches them).
+	answered      bool
+	answeredSince time.Time
 	// owners is each partition's owner in view, for Owner; members the
 	// live nodes in view, for Members.
 	owners  atomic.Pointer[[]string]
@@ -633,6 +635,9 @@ func (l *Leases) round(since time.Time) {
 		l.wrote(rev)
 	}
 	renewals.Wait()
+	if err == nil && !l.answered {
+		l.answeredSince = time.Now()
+	}
 	if l.answered = err == nil; l.answered {
 		l.reap()
 		l.balance()
@@ -668,19 +673,30 @@ func (l *Leases) reap() {
 			l.publishOwners()
 		}
 	}()
-	var answering map[string]bool // read once, if anything is to go
+	var servers map[string]bool // read once, if anything is to go
 	for key, v := range l.view {
 		if v.Run == l.runID || time.Since(v.seen) < l.cfg.TTL {
 			continue
 		}
-		if answering == nil {
-			answering = l.answering()
+		if servers == nil {
+			var ok bool
+			if servers, ok = l.servers(); !ok {
+				return // the bucket does not answer: the next round tries again
+			}
 		}
-		if hb, ok := l.view[nodeKey(v.Node)]; ok && hb.Run == v.Run && answering[v.Node] {
+		answers, known := servers[v.Node]
+		switch hb, ok := l.view[nodeKey(v.Node)]; {
+		case ok && hb.Run == v.Run && answers:
 			// Its process is up (its server answers the bucket's leader):
 			// its writes were held up as this node's were, by an election
 			// of the bucket's leader, and are only late. Deleted, every
 			// lease of a survivor whose round came second went.
+			continue
+		case !known && time.Since(l.answeredSince) < l.cfg.TTL:
+			// The bucket cannot say whether its server answers (with an
+			// external NATS, no server is named after a node), and this
+			// node's own writes landed again less than a TTL ago: the
+			// other's may be only as late as this node's were.
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
@@ -713,41 +729,40 @@ func (l *Leases) reap() {
 	}
 }
 
-// answering returns the servers the lease bucket's stream leader hears
-// from: itself, and the copies it has heard from within two of its
-// heartbeats (none if the bucket does not say, or has one server). A
-// cluster's embedded servers are named after their nodes; with an
-// external NATS no name is a node's, and nothing is spared. A paused or
-// dead server has not answered for a TTL by the time its node's leases
-// are due to go.
-func (l *Leases) answering() map[string]bool {
+// servers returns the servers that hold the lease bucket, by name, each
+// with whether the bucket's stream leader hears from it: itself, and the
+// copies it has heard from within two of its heartbeats. A server absent
+// is none of the bucket's (all are, if the bucket has one server and does
+// not say). A cluster's embedded servers are named after their nodes; with
+// an external NATS no name is a node's. A paused or dead server has not
+// answered for a TTL by the time its node's leases are due to go. ok is
+// false if the bucket did not answer.
+func (l *Leases) servers() (map[string]bool, bool) {
 	if l.cfg.answering != nil {
-		return l.cfg.answering()
+		return l.cfg.answering(), true
 	}
-	live := map[string]bool{}
 	ctx, cancel := context.WithTimeout(context.Background(), l.quickTimeout())
 	defer cancel()
 	st, err := l.kv.Status(ctx)
 	if err != nil {
-		return live
+		return nil, false
 	}
+	servers := map[string]bool{}
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok || bs.StreamInfo() == nil || bs.StreamInfo().Cluster == nil {
-		return live
+		return servers, true
 	}
 	c := bs.StreamInfo().Cluster
 	if c.Leader != "" {
-		live[c.Leader] = true
+		servers[c.Leader] = true
 	}
 	for _, r := range c.Replicas {
 		// Not Current: a leader elected a moment ago reports the old
 		// leader current from what it knew as a follower, paused or not.
 		// Active is 0 for a copy it has not heard from since.
-		if !r.Offline && r.Active > 0 && r.Active < answerWithin {
-			live[r.Name] = true
-		}
+		servers[r.Name] = !r.Offline && r.Active > 0 && r.Active < answerWithin
 	}
-	return live
+	return servers, true
 }
 
 // answerWithin is how recently a stream's leader must have heard from a

@@ -228,6 +228,40 @@ func TestTheLeasesOfANodeWhoseServerAnswersAreNotDeleted(t *testing.T) {
 	b.ownsStill(t, held, released)
 }
 
+// TestALeaseTheBucketCannotVouchForOutlivesAnOutageOfEveryNode: with an
+// external NATS, the bucket cannot say whether a node's server answers
+// (none is named after a node). When no node's writes landed for longer
+// than a TTL (an election of the bucket's leader), the node whose round
+// comes first after it does not delete the other's leases, unchanged for
+// that long, within a TTL of its own writes landing again.
+func TestALeaseTheBucketCannotVouchForOutlivesAnOutageOfEveryNode(t *testing.T) {
+	bucket := leaseBucketTTL(t, startJetStream(t), time.Hour)
+	slowA, slowB := &unansweredKV{KeyValue: bucket}, &unansweredKV{KeyValue: bucket}
+	const parts = 8
+	unknown := func() map[string]bool { return map[string]bool{"nats-1": true} }
+	b := startNodeWith(t, slowB, LeaseConfig{Node: "b", Partitions: parts, answering: unknown}, nil)
+	eventually(t, "b owns every partition", func() bool { return len(b.Owned()) == parts })
+	a := startNodeWith(t, slowA, LeaseConfig{Node: "a", Partitions: parts, answering: unknown}, ownsNone(b))
+	eventually(t, "a and b split", func() bool { return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2 })
+	heldA, heldB := a.epochs(), b.epochs()
+	releasedB := len(b.releases())
+	for _, kv := range []*unansweredKV{slowA, slowB} {
+		kv.stalled.Store(true)
+		kv.heartbeats.Store(true)
+	}
+	eventually(t, "every lease lapsed", func() bool { return len(a.Owned())+len(b.Owned()) == 0 })
+	time.Sleep(2 * testTTL)
+	for _, kv := range []*unansweredKV{slowA, slowB} {
+		kv.stalled.Store(false)
+		kv.heartbeats.Store(false)
+	}
+	eventually(t, "a and b own their partitions again", func() bool {
+		return len(a.Owned()) == parts/2 && len(b.Owned()) == parts/2
+	})
+	a.ownsStill(t, heldA, 0)
+	b.ownsStill(t, heldB, releasedB)
+}
+
 // landedKV is a lease bucket whose renewals can be made to land yet answer
 // a timeout, and whose reads of leases can be made to fail.
 type landedKV struct {
