@@ -729,7 +729,8 @@ func TestARestoreMeetingAnotherLoggedBatchsClaimRestoresThatBatch(t *testing.T) 
 	if _, err := s.Load("agt_a"); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]string{string(id): "agt_y", "idem/r/default/agt_b": "201 agt_y"} {
+	for key, want := range map[string]string{string(id): "agt_y", "idem/r/default/agt_b": "201 agt_y",
+		"idem/r/default/agt_a": "201 agt_x"} { // the rest of the first batch's index too
 		if v, err := s.Get([]byte(key)); err != nil || string(v) != want {
 			t.Errorf("%s: %q, %v; want %s", key, v, err, want)
 		}
