@@ -152,35 +152,30 @@ func (w heldStop) Stop() error {
 	return w.KeyWatcher.Stop()
 }
 
-// TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp: a read of the view
-// gives up on a watch that has not started within its time, and the
-// rounds go on. Waited for, each held the lease loop up for nats.go's
-// 5 s timeout while the bucket elected a leader.
-func TestAWatchThatDoesNotStartDoesNotHoldTheRenewalsUp(t *testing.T) {
-	kv := &heldWatchKV{KeyValue: leaseBucket(t, startJetStream(t)), release: make(chan struct{})}
-	const parts = 4
-	a := startNode(t, kv, "a", parts, nil, nil)
-	t.Cleanup(func() { close(kv.release) }) // before a stops
-	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
-	epochs := a.epochs()
-	kv.held.Store(true)
-	a.Nudge() // a read of the view, whose watch does not start
-	time.Sleep(2 * testTTL)
-	a.ownsStill(t, epochs, 0)
-}
-
-// TestAWatchThatDoesNotStopDoesNotHoldTheRenewalsUp: the watch a read of
-// the view replaces is stopped aside. Waited for, its stop held the lease
-// loop up for nats.go's 5 s timeout while the bucket elected a leader.
-func TestAWatchThatDoesNotStopDoesNotHoldTheRenewalsUp(t *testing.T) {
-	kv := &heldWatchKV{KeyValue: leaseBucket(t, startJetStream(t)), release: make(chan struct{})}
-	const parts = 4
-	a := startNode(t, kv, "a", parts, nil, nil)
-	t.Cleanup(func() { close(kv.release) }) // before a stops
-	eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
-	epochs := a.epochs()
-	kv.stops.Store(true)
-	a.Nudge() // a read of the view, whose old watch does not stop
-	time.Sleep(2 * testTTL)
-	a.ownsStill(t, epochs, 0)
+// TestAWatchThatDoesNotStartOrStopDoesNotHoldTheRenewalsUp: a read of
+// the view gives up on a watch that has not started within its time, and
+// stops the watch it replaces aside; the rounds go on. Waited for, each
+// (the consumer's creation, its deletion) held the lease loop up for
+// nats.go's 5 s timeout while the bucket elected a leader.
+func TestAWatchThatDoesNotStartOrStopDoesNotHoldTheRenewalsUp(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(kv *heldWatchKV)
+	}{
+		{"start", func(kv *heldWatchKV) { kv.held.Store(true) }},
+		{"stop", func(kv *heldWatchKV) { kv.stops.Store(true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kv := &heldWatchKV{KeyValue: leaseBucket(t, startJetStream(t)), release: make(chan struct{})}
+			const parts = 4
+			a := startNode(t, kv, "a", parts, nil, nil)
+			t.Cleanup(func() { close(kv.release) }) // before a stops
+			eventually(t, "a owns every partition", func() bool { return len(a.Owned()) == parts })
+			epochs := a.epochs()
+			tc.hold(kv)
+			a.Nudge() // a read of the view, whose watch does not start, or whose old one does not stop
+			time.Sleep(2 * testTTL)
+			a.ownsStill(t, epochs, 0)
+		})
+	}
 }
