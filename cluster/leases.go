@@ -56,8 +56,11 @@ type LeaseConfig struct {
 	TTL, Renew time.Duration
 	// Acquire is called when this node has taken partition p, before Owns
 	// reports it; epoch is the lease's revision, higher than any earlier
-	// owner's, for fencing the partition's log. It must return quickly (no
-	// lease is renewed meanwhile); an error hands the partition back.
+	// owner's, for fencing the partition's log. It runs beside the lease
+	// loop. An error wrapping ErrTryAgain keeps the lease (renewed as any
+	// other) and Acquire is called again a quarter of a round later, for
+	// as long as the lease is held; any other error hands the partition
+	// back.
 	Acquire func(p int, epoch uint64) error
 	// Release is called once Owns reports false for p: before the lease is
 	// handed over, or once it is known lost (expired, taken, or not renewed
@@ -103,10 +106,12 @@ type Leases struct {
 	// not taken again until it is done. releases counts them.
 	releasing []atomic.Bool
 	releases  sync.WaitGroup
+	// opens counts the goroutines calling Acquire (see opening).
+	opens sync.WaitGroup
 	// takeFailed is when this node's last take of each partition failed
-	// in Acquire (Unix nanoseconds; 0: never). The lease given back shows
-	// in the watch and starts a round at once: while a partition's log had
-	// no leader, a node took it and gave it back every 15 ms.
+	// for good in Acquire (Unix nanoseconds; 0: never). The lease given
+	// back shows in the watch and starts a round at once, and it would be
+	// taken again at once.
 	takeFailed []atomic.Int64
 
 	stop     chan struct{} // closed by Stop or halt
@@ -124,7 +129,10 @@ type Leases struct {
 	// nudged asks run to read the view afresh (Nudge); reloaded is when
 	// it last tried, and reloadFailed whether that failed (only run
 	// touches them).
-	nudged       chan struct{}
+	nudged chan struct{}
+	// takesFailed tells run that an Acquire failed for good: its lease is
+	// given back (giveBackFailed) between rounds.
+	takesFailed  chan struct{}
 	reloaded     time.Time
 	reloadFailed bool
 	// answered is whether the last round's heartbeat was written, and
@@ -140,12 +148,30 @@ type Leases struct {
 
 // lease is a held partition: its epoch (the revision that acquired it), its
 // latest revision, and until when it counts as held; lapsed once a renewal
-// has failed past that time (see renew).
+// has failed past that time (see renew). It is served only once open says
+// its Acquire succeeded.
 type lease struct {
 	epoch, rev uint64
 	until      time.Time
 	lapsed     bool
+	open       *opening
 }
+
+// opening is a taken lease's Acquire, tried until it succeeds, fails for
+// good, or the lease goes. The lease is renewed meanwhile: a partition
+// whose log stream is electing a leader (its last owner led it, and died)
+// is opened as soon as the stream has one, instead of being given back
+// after each failed try and taken again a round later.
+type opening struct {
+	done   chan struct{} // closed once Acquire is no longer called
+	ok     atomic.Bool   // Acquire succeeded
+	failed atomic.Bool   // Acquire failed for good: the lease is to be given back
+}
+
+// ErrTryAgain, wrapped in Acquire's error, says the partition cannot be
+// opened yet but may be soon (its log's stream has no leader): the lease is
+// kept, and Acquire called again.
+var ErrTryAgain = errors.New("cluster: not yet")
 
 // leaseValue is a lease or heartbeat entry as stored, with its revision
 // and when this node first saw that revision.
@@ -221,7 +247,8 @@ func StartLeases(kv jetstream.KeyValue, cfg LeaseConfig) (*Leases, error) {
 		owned:      make([]atomic.Pointer[lease], cfg.Partitions),
 		releasing:  make([]atomic.Bool, cfg.Partitions),
 		takeFailed: make([]atomic.Int64, cfg.Partitions),
-		stop:       make(chan struct{}), done: make(chan struct{}), nudged: make(chan struct{}, 1)}
+		stop:       make(chan struct{}), done: make(chan struct{}), nudged: make(chan struct{}, 1),
+		takesFailed: make(chan struct{}, 1)}
 	// The bucket as it is now, before the first round: a node that starts
 	// must see the leases already held, or it would count itself alone.
 	w, view, err := l.watch(nil)
@@ -240,7 +267,7 @@ func (l *Leases) Owns(p int) (epoch uint64, ok bool) {
 		return 0, false
 	}
 	ls := l.owned[p].Load()
-	if ls == nil || !time.Now().Before(ls.until) {
+	if ls == nil || !ls.open.ok.Load() || !time.Now().Before(ls.until) {
 		return 0, false
 	}
 	return ls.epoch, true
@@ -352,6 +379,8 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			if e != nil && l.observe(e) {
 				l.round(since)
 			}
+		case <-l.takesFailed:
+			l.giveBackFailed()
 		case <-l.nudged:
 			if l.reloadDue(nudgeGap) {
 				w, _ = l.reload(w, l.quickTimeout())
@@ -809,7 +838,7 @@ func (l *Leases) renew(p int, ls *lease) {
 	}
 	switch {
 	case err == nil:
-		l.owned[p].Store(&lease{epoch: ls.epoch, rev: rev, until: start.Add(l.validity())})
+		l.owned[p].Store(&lease{epoch: ls.epoch, rev: rev, until: start.Add(l.validity()), open: ls.open})
 	case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound),
 		errors.Is(err, jetstream.ErrKeyDeleted):
 		l.cfg.Logger.Warn("partition lease lost", "component", "cluster", "partition", p, "err", err,
@@ -818,7 +847,7 @@ func (l *Leases) renew(p int, ls *lease) {
 	case !time.Now().Before(ls.until):
 		if !ls.lapsed {
 			l.cfg.Logger.Warn("partition lease lapsed: not served until a renewal lands", "component", "cluster", "partition", p, "err", err)
-			l.owned[p].Store(&lease{epoch: ls.epoch, rev: ls.rev, until: ls.until, lapsed: true})
+			l.owned[p].Store(&lease{epoch: ls.epoch, rev: ls.rev, until: ls.until, lapsed: true, open: ls.open})
 		}
 	default:
 		l.cfg.Logger.Warn("renewing a partition lease", "component", "cluster", "partition", p, "err", err)
@@ -828,12 +857,19 @@ func (l *Leases) renew(p int, ls *lease) {
 // lose stops reporting p as owned at once and releases it in the
 // background; then, if given, runs after (the lease's deletion).
 func (l *Leases) lose(p int, then ...func()) {
-	l.owned[p].Store(nil)
+	old := l.owned[p].Swap(nil)
 	l.releasing[p].Store(true)
 	l.releases.Add(1)
 	go func() {
 		defer l.releases.Done()
-		l.cfg.Release(p)
+		// Released once no Acquire runs (one running would undo it), and
+		// only if one succeeded: Owns never reported p otherwise.
+		if old != nil {
+			<-old.open.done
+		}
+		if old == nil || old.open.ok.Load() {
+			l.cfg.Release(p)
+		}
 		for _, fn := range then {
 			fn()
 		}
@@ -919,7 +955,8 @@ func (l *Leases) takeDue(p int) bool {
 
 // acquire takes partition p: by creating its lease, or, when the view shows
 // it held by this run (a Create that timed out but landed), by rewriting
-// that lease at its revision. It reports whether p is now held.
+// that lease at its revision. It reports whether p is now held; it is
+// served once open's Acquire succeeds.
 func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), l.opTimeout())
@@ -938,20 +975,55 @@ func (l *Leases) acquire(p int, old leaseValue, held bool) bool {
 		// watch or the next round tells which.
 		return false
 	}
-	if err := l.cfg.Acquire(p, rev); err != nil {
-		l.takeFailed[p].Store(time.Now().UnixNano())
-		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
-		// Acquire may have used up ctx: the lease is let go in time of
-		// its own, or it would hold the partition unserved until it
-		// expired.
-		del, cancel := context.WithTimeout(context.Background(), l.opTimeout())
-		defer cancel()
-		_ = l.kv.Delete(del, partitionKey(p), jetstream.LastRevision(rev))
-		return false
-	}
-	l.owned[p].Store(&lease{epoch: rev, rev: rev, until: start.Add(l.validity())})
-	l.cfg.Logger.Info("partition taken", "component", "cluster", "partition", p, "epoch", rev)
+	o := &opening{done: make(chan struct{})}
+	l.owned[p].Store(&lease{epoch: rev, rev: rev, until: start.Add(l.validity()), open: o})
+	l.opens.Add(1)
+	go l.open(p, rev, o)
 	return true
+}
+
+// open calls Acquire for p's lease of the given epoch until it succeeds,
+// fails without ErrTryAgain (the run loop then gives the lease back), or
+// the lease is no longer held.
+func (l *Leases) open(p int, epoch uint64, o *opening) {
+	defer l.opens.Done()
+	defer close(o.done)
+	for {
+		err := l.cfg.Acquire(p, epoch)
+		if err == nil {
+			o.ok.Store(true)
+			l.cfg.Logger.Info("partition taken", "component", "cluster", "partition", p, "epoch", epoch)
+			return
+		}
+		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
+		if !errors.Is(err, ErrTryAgain) {
+			l.takeFailed[p].Store(time.Now().UnixNano())
+			o.failed.Store(true)
+			select {
+			case l.takesFailed <- struct{}{}:
+			default:
+			}
+			return
+		}
+		select {
+		case <-l.stop:
+			return
+		case <-time.After(l.cfg.Renew / 4):
+		}
+		if ls := l.owned[p].Load(); ls == nil || ls.open != o {
+			return
+		}
+	}
+}
+
+// giveBackFailed gives back the leases whose Acquire failed for good, so
+// another node can take them at once.
+func (l *Leases) giveBackFailed() {
+	for p := range l.owned {
+		if ls := l.owned[p].Load(); ls != nil && ls.open.failed.Load() {
+			l.giveBack(p, ls)
+		}
+	}
 }
 
 // giveBack hands p over: Owns stops reporting it, and in the background
@@ -973,6 +1045,7 @@ func (l *Leases) giveBack(p int, ls *lease) {
 // heartbeat deleted; on halt nothing is (the leases expire).
 func (l *Leases) finish() {
 	defer l.releases.Wait()
+	defer l.opens.Wait()
 	if !l.handover.Load() {
 		return
 	}

@@ -283,6 +283,9 @@ func TestAFailedAcquireHandsThePartitionBack(t *testing.T) {
 	if _, ok := a.acquired[0]; ok {
 		t.Error("a recorded partition 0 although its Acquire failed")
 	}
+	if slices.Contains(a.released, 0) {
+		t.Error("a released partition 0, which it never served")
+	}
 }
 
 // A take that fails in Acquire is not tried again at once: its lease,
@@ -297,9 +300,161 @@ func TestAFailedTakeIsNotTriedAgainAtOnce(t *testing.T) {
 	})
 	eventually(t, "a tried to take the partition", func() bool { return tries.Load() > 0 })
 	time.Sleep(2 * time.Second)
-	// At most one try a quarter of a round (TTL/12), and one each round.
-	if n, most := tries.Load(), int32(1+2*time.Second/(testTTL/12)+2*time.Second/(testTTL/3)+2); n > most {
-		t.Errorf("%d tries in 2 s, want at most %d", n, most)
+	// At most one try a quarter of a round (TTL/12), and one each round;
+	// and more than one: the lease is given back, and taken again.
+	if n, most := tries.Load(), int32(1+2*time.Second/(testTTL/12)+2*time.Second/(testTTL/3)+2); n > most || n < 2 {
+		t.Errorf("%d tries in 2 s, want 2 to %d", n, most)
+	}
+}
+
+// A take whose partition cannot be opened yet (its log's stream electing a
+// leader) keeps its lease and opens the partition once it can: one epoch
+// throughout, not a lease given back and taken again each try, and no
+// Release for a partition never served.
+func TestATakeThatCannotOpenYetKeepsItsLease(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	var (
+		mu     sync.Mutex
+		epochs []uint64
+	)
+	a := startNode(t, kv, "a", 1, nil, func(_ int, epoch uint64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if epochs = append(epochs, epoch); len(epochs) <= 4 {
+			return fmt.Errorf("%w: the partition's log has no leader", ErrTryAgain)
+		}
+		return nil
+	})
+	eventually(t, "a owns the partition", func() bool { _, ok := a.Owns(0); return ok })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(epochs) != 5 || slices.ContainsFunc(epochs, func(e uint64) bool { return e != epochs[0] }) {
+		t.Errorf("Acquire called at epochs %v, want 5 calls at one epoch", epochs)
+	}
+	if epoch, _ := a.Owns(0); epoch != epochs[0] {
+		t.Errorf("owned at epoch %d, want %d", epoch, epochs[0])
+	}
+	if r := a.releases(); len(r) != 0 {
+		t.Errorf("released %v before it was ever served", r)
+	}
+}
+
+// An Acquire that can never open the partition is tried while the lease
+// is held, and not once the loop has ended, whether it handed its leases
+// over (Stop) or not (halt, as a crash): none is left running either.
+func TestAnOpenThatNeverSucceedsEndsWithTheLoop(t *testing.T) {
+	for _, end := range []string{"stop", "halt"} {
+		t.Run(end, func(t *testing.T) {
+			kv := leaseBucket(t, startJetStream(t))
+			var tries, inside atomic.Int32
+			second := make(chan struct{}) // closed inside the second try
+			a := startNode(t, kv, "a", 1, nil, func(int, uint64) error {
+				inside.Add(1)
+				defer inside.Add(-1)
+				if tries.Add(1) == 2 {
+					close(second)
+				}
+				time.Sleep(100 * time.Millisecond)
+				return fmt.Errorf("%w: the partition's log has no leader", ErrTryAgain)
+			})
+			<-second // the loop ends while a try runs
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				if end == "halt" {
+					a.halt()
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := a.Stop(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+			eventually(t, "the loop ended", func() bool {
+				select {
+				case <-ended:
+					return true
+				default:
+					return false
+				}
+			})
+			n := tries.Load()
+			if inside.Load() != 0 {
+				t.Error("an Acquire still runs after the loop ended")
+			}
+			time.Sleep(testTTL / 6)
+			if m := tries.Load(); m != n {
+				t.Errorf("%d more tries after the loop ended", m-n)
+			}
+		})
+	}
+}
+
+// A lease handed over while its partition cannot be opened yet is not
+// tried any more by the node that gave it up.
+func TestAnOpenEndsWhenItsLeaseIsHandedOver(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	var tries [2]atomic.Int32
+	a := startNode(t, kv, "a", 2, nil, func(p int, _ uint64) error {
+		tries[p].Add(1)
+		return fmt.Errorf("%w: the partition's log has no leader", ErrTryAgain)
+	})
+	eventually(t, "a tries both", func() bool { return tries[0].Load() > 0 && tries[1].Load() > 0 })
+	// b's share is one: a hands one over.
+	b := startNode(t, kv, "b", 2, nil, nil)
+	eventually(t, "b owns one", func() bool { return len(b.Owned()) == 1 })
+	given := b.Owned()[0]
+	n := tries[given].Load()
+	time.Sleep(testTTL / 6)
+	if m := tries[given].Load(); m != n {
+		t.Errorf("a tried partition %d %d more times after handing it over", given, m-n)
+	}
+	if _, ok := a.Owns(given); ok {
+		t.Errorf("a owns partition %d, handed over", given)
+	}
+}
+
+// A lease lost while its Acquire still runs is released only once that
+// Acquire has returned: released first, the partition would be opened
+// again after, by a node that no longer holds it.
+func TestALeaseLostWhileItsAcquireRunsIsReleasedAfterIt(t *testing.T) {
+	kv := leaseBucket(t, startJetStream(t))
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	entered, unblock := make(chan struct{}), make(chan struct{})
+	l := startLeases(t, kv, LeaseConfig{Node: "a", Partitions: 1, TTL: testTTL,
+		Acquire: func(int, uint64) error {
+			close(entered)
+			<-unblock
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, "acquired")
+			return nil
+		},
+		Release: func(int) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, "released")
+		}})
+	<-entered
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		stopped <- l.Stop(ctx) // hands the partition over
+	}()
+	time.Sleep(300 * time.Millisecond)
+	close(unblock)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(order, []string{"acquired", "released"}) {
+		t.Errorf("callbacks in the order %v, want Acquire's return before the Release", order)
 	}
 }
 

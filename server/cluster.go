@@ -15,6 +15,7 @@ import (
 
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/cluster"
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/persist/jslog"
 	"github.com/plaudit/plaudit/transport/api"
 	"github.com/plaudit/plaudit/transport/natsdoor"
@@ -244,20 +245,30 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 	return err
 }
 
-// openLog opens partition p's log and fences it at epoch, within a third
-// of the lease (the time a take may take).
+// openLog opens partition p's log and fences it at epoch. A try that
+// JetStream does not answer in time, or answers that it cannot yet, is
+// cluster.ErrTryAgain: the stream is likely electing a leader (its last
+// owner led it, and died), and a request sent before the election ends is
+// never answered, so each try is short and the lease is kept meanwhile.
 func (c *clusterNode) openLog(p int, epoch uint64) (*jslog.Log, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.meta.LeaseTTL()/3)
+	ctx, cancel := context.WithTimeout(context.Background(), min(c.meta.LeaseTTL()/3, openTry))
 	defer cancel()
 	l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = l.Fence(ctx, epoch)
 	}
-	if err := l.Fence(ctx, epoch); err != nil {
+	if jserr.Unavailable(err) {
+		return nil, fmt.Errorf("%w: %w", cluster.ErrTryAgain, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return l, nil
 }
+
+// openTry bounds one try of openLog: a stream's open and fence take a few
+// replicated requests, milliseconds when it has a leader.
+const openTry = time.Second
 
 // leaseBucket opens the lease bucket, creating it if it does not exist.
 //

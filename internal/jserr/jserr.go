@@ -3,8 +3,10 @@
 package jserr
 
 import (
+	"context"
 	"errors"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -27,4 +29,19 @@ func WrongLastSequence(err error) bool {
 func InFlight(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// clusterNotAvailable is JetStream's code for "JetStream system temporarily
+// unavailable": a stream with no leader, or no meta leader.
+const clusterNotAvailable = 10008
+
+// Unavailable reports whether err says JetStream could not answer now but
+// may soon: no answer in time, no responder (a stream with no leader
+// listens to nothing), or its own word that it is temporarily unavailable.
+// A stream whose leader died answers so until its copies elect another.
+func Unavailable(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == clusterNotAvailable
 }
