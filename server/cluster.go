@@ -313,19 +313,19 @@ func leaseExpiry(ctx context.Context, js jetstream.JetStream, ttl time.Duration)
 
 // status is the node's view of the cluster, for GET /v1/cluster.
 func (c *clusterNode) status() (api.ClusterStatus, error) {
-	lag, err := c.dir.Lag()
-	if err != nil {
-		return api.ClusterStatus{}, err
-	}
 	st := api.ClusterStatus{Name: c.meta.Name, Node: c.cfg.Node, Partitions: c.meta.Partitions,
-		LeaseTTL: c.meta.LeaseTTL(), DirectoryLag: lag}
+		LeaseTTL: c.meta.LeaseTTL()}
 	for _, m := range c.leases.Members() {
 		st.Members = append(st.Members, api.ClusterMember{Node: m.Node, Since: m.Since})
 	}
-	// The logs' states together take at most logStateTime: the ones not
-	// read by then show no leader.
+	// The streams' states together take at most logStateTime: a stream not
+	// read by then (no leader: the node that led it is lost) shows none,
+	// and the directory's lag is unknown. The status is most wanted then.
 	ctx, cancel := context.WithTimeout(context.Background(), logStateTime)
 	defer cancel()
+	if lag, err := c.dir.Lag(ctx); err == nil {
+		st.DirectoryLag = &lag
+	}
 	for p := range c.meta.Partitions {
 		st.Owners = append(st.Owners, c.leases.Owner(p))
 		st.Logs = append(st.Logs, c.streamState(ctx, jslog.StreamName(p)))

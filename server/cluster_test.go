@@ -556,3 +556,35 @@ func TestALeaseBucketOfOneTTLIsGivenTodaysTTL(t *testing.T) {
 		t.Fatalf("the bucket keeps entries %v, want %v (not %v)", got, want, old.TTL)
 	}
 }
+
+// A node answers its status while the directory's stream has no leader,
+// when an operator needs it most: here two of three servers are gone, the
+// directory's leader with them, so no copy can lead. Until the survivor's
+// copy notices, JetStream does not answer for the stream at all; the
+// status answered 500 after the directory's 10 s timeout then. It answers
+// 200 throughout now, the directory's lag null when it cannot be read.
+func TestTheClusterStatusAnswersWhileTheDirectoryHasNoLeader(t *testing.T) {
+	c := startCluster(t, 3)
+	leader, _ := newClient(t, c[0], adminKey).must(200, "GET", "/v1/cluster", "")["directory"].(map[string]any)["leader"].(string)
+	survivor := slices.IndexFunc(c, func(s *Server) bool { return s.cluster.cfg.Node != leader })
+	for i, s := range c {
+		if i != survivor {
+			s.nats.Shutdown()
+		}
+	}
+	cl := newClient(t, c[survivor], adminKey)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		st := cl.must(200, "GET", "/v1/cluster", "")
+		if len(list(t, st, "owners")) != 8 {
+			t.Errorf("/v1/cluster without the directory: %v", st)
+		}
+		if dir, _ := st["directory"].(map[string]any); dir["leader"] == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the directory still led after 60s: %v", st["directory"])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -157,7 +157,7 @@ func (cc clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descClusterNodes, prometheus.GaugeValue, float64(len(c.leases.Members())))
-	if lag, err := c.dir.Lag(); err == nil {
+	if lag, err := c.dir.Lag(ctx); err == nil {
 		ch <- prometheus.MustNewConstMetric(descDirectoryLag, prometheus.GaugeValue, float64(lag))
 	}
 }

@@ -477,9 +477,7 @@ func (d *Directory) Get(key []byte) ([]byte, error) {
 
 // Lag is how many directory writes the stream holds that this node's
 // mirror has not applied yet.
-func (d *Directory) Lag() (uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-	defer cancel()
+func (d *Directory) Lag(ctx context.Context) (uint64, error) {
 	info, err := d.stream.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("jslog: directory: %w", err)

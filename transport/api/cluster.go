@@ -16,8 +16,8 @@ type ClusterStatus struct {
 	Members    []ClusterMember // the live nodes, by id
 	Owners     []string        // each partition's owner, "" for none
 	// DirectoryLag is how many directory writes this node has not applied
-	// yet.
-	DirectoryLag uint64
+	// yet; nil when the directory's stream did not answer in time.
+	DirectoryLag *uint64
 	Logs         []ClusterLog // each partition's log, by partition
 	// Directory and Leases are the streams of the directory and of the
 	// lease bucket: while the node that leads one is lost, its writes wait
@@ -77,7 +77,11 @@ func appendCluster(b []byte, st ClusterStatus) []byte {
 	b = jsonw.Key(b, "lease_ttl_ms")
 	b = jsonw.Int(b, st.LeaseTTL.Milliseconds())
 	b = jsonw.Key(b, "directory_lag")
-	b = jsonw.Int(b, int64(st.DirectoryLag))
+	if st.DirectoryLag == nil {
+		b = append(b, "null"...)
+	} else {
+		b = jsonw.Int(b, int64(*st.DirectoryLag))
+	}
 	b = jsonw.Key(b, "nodes")
 	b = append(b, '[')
 	for i, m := range st.Members {
