@@ -411,15 +411,34 @@ func clusterUnderFault(t *testing.T, pause bool) {
 		nodes[victim].kill(t)
 	}
 	// Writers go on until the victim's agents accept writes again (a
-	// loaded machine slows JetStream's elections), for a second more.
-	for wait := time.Now().Add(40 * time.Second); time.Now().Before(wait); {
+	// loaded machine slows JetStream's elections) and a survivor sees every
+	// partition owned by a live node, for 8 s after the fault at least.
+	var (
+		ownedAt    time.Time
+		lastOwners []*string
+	)
+	survivor := nodes[(victim+1)%len(nodes)]
+	for wait := time.Now().Add(40 * time.Second); time.Now().Before(wait); time.Sleep(250 * time.Millisecond) {
+		if ownedAt.IsZero() {
+			var st struct{ Owners []*string }
+			if status, body, err := getOnce(hc, survivor.base+"/v1/cluster"); err == nil && status == 200 && json.Unmarshal(body, &st) == nil {
+				lastOwners = st.Owners
+				if len(st.Owners) > 0 && !slices.ContainsFunc(st.Owners, func(o *string) bool { return o == nil || *o == nodes[victim].name }) {
+					ownedAt = time.Now()
+				}
+			}
+		}
 		movedMu.Lock()
 		moved := !movedAt.IsZero()
 		movedMu.Unlock()
-		if moved && time.Since(time.Unix(0, killedAt.Load())) > 8*time.Second {
+		if moved && !ownedAt.IsZero() && time.Since(time.Unix(0, killedAt.Load())) > 8*time.Second {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	if ownedAt.IsZero() {
+		t.Errorf("%s did not see every partition owned by a live node in the 40s after the fault: owners %s", survivor.name, ownerNames(lastOwners))
+	} else {
+		t.Logf("%s saw every partition owned by a live node %v after the fault", survivor.name, ownedAt.Sub(time.Unix(0, killedAt.Load())).Round(time.Millisecond))
 	}
 	if pause {
 		// Resumed under load: it finds its leases gone, and whatever it
@@ -609,6 +628,18 @@ func directoryLeader(t *testing.T, hc *http.Client, nodes []*clusterNode) int {
 	}
 	t.Fatal("no node led the directory's stream in 30s")
 	return 0
+}
+
+// ownerNames renders /v1/cluster's owners for a message ("-" for none).
+func ownerNames(owners []*string) string {
+	names := make([]string, len(owners))
+	for i, o := range owners {
+		names[i] = "-"
+		if o != nil {
+			names[i] = *o
+		}
+	}
+	return strings.Join(names, " ")
 }
 
 // pause stops (SIGSTOP) or resumes (SIGCONT) a node's process.
