@@ -64,7 +64,8 @@ type LeaseConfig struct {
 	Acquire func(p int, epoch uint64) error
 	// Release is called once Owns reports false for p: before the lease is
 	// handed over, or once it is known lost (expired, taken, or not renewed
-	// in time).
+	// in time). It is not called for a lease whose Acquire never succeeded,
+	// and not before an Acquire under way has returned.
 	Release func(p int)
 	Logger  *slog.Logger
 
