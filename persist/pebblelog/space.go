@@ -138,12 +138,15 @@ func (sp *space) measure() {
 		sp.markFull(free)
 	case free >= sp.minFree+sp.minFree/4:
 		// The margin keeps writes from flapping on and off at the line.
+		// The ballast comes back first: writes resumed before it was, a
+		// disk filled again meanwhile met Pebble with nothing to release,
+		// and the store failed.
+		if free >= sp.minFree+2*sp.ballastSize {
+			sp.keepBallast()
+		}
 		if sp.full.CompareAndSwap(true, false) {
 			sp.logger.Info("storage has room again: writes resumed", "component", "pebblelog",
 				"dir", sp.dir, "free_bytes", free)
-		}
-		if free >= sp.minFree+2*sp.ballastSize {
-			sp.keepBallast()
 		}
 	}
 }

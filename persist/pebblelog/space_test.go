@@ -3,7 +3,9 @@ package pebblelog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -368,4 +370,58 @@ func TestBallastThatCannotBeSyncedIsRemoved(t *testing.T) {
 		t.Fatalf("a ballast of %d bytes whose sync failed was kept", got)
 	}
 	checkFree(t, sp, fs, capacity)
+}
+
+// TestADiskFilledAgainAsWritesResumeDoesNotFailTheStore fills the disk,
+// makes room, and fills it again the moment writes resume, many times.
+// The ballast must be back before writes resume: when it came back after,
+// the disk filled again while it was being written, Pebble met ENOSPC with
+// no ballast to release, and the store failed ("fatal commit error").
+func TestADiskFilledAgainAsWritesResumeDoesNotFailTheStore(t *testing.T) {
+	fs := faultfs.NewQuota(vfs.NewMem(), 64<<20)
+	s, err := Open("db", Options{FS: fs, MinFree: 2 << 20, BallastSize: 1 << 20, SpaceInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ev := bytes.Repeat([]byte{'x'}, 200)
+	var last [8]uint64
+	for cycle := range 40 {
+		fs.SetCapacity(fs.Used() + 256<<10) // another process takes the disk
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			other []error
+		)
+		for w := range len(last) {
+			wg.Go(func() {
+				for {
+					err := s.Append(persist.Batch{Agent: fmt.Sprintf("a%d", w), First: last[w] + 1, Events: [][]byte{ev}})
+					if errors.Is(err, persist.ErrStorageFull) {
+						return
+					}
+					if err != nil {
+						mu.Lock()
+						other = append(other, err)
+						mu.Unlock()
+						return
+					}
+					last[w]++
+				}
+			})
+		}
+		wg.Wait()
+		if len(other) > 0 {
+			t.Fatalf("cycle %d: %v", cycle, other[0])
+		}
+		fs.SetCapacity(64 << 20) // and gives it back
+		for deadline := time.Now().Add(5 * time.Second); s.Condition().Full; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("cycle %d: writes did not resume after the disk got room", cycle)
+			}
+		}
+	}
+	for w, n := range last {
+		checkLoads(t, s, fmt.Sprintf("a%d", w), n)
+	}
 }
