@@ -565,7 +565,16 @@ func TestALeaseBucketOfOneTTLIsGivenTodaysTTL(t *testing.T) {
 // 200 throughout now, the directory's lag null when it cannot be read.
 func TestTheClusterStatusAnswersWhileTheDirectoryHasNoLeader(t *testing.T) {
 	c := startCluster(t, 3)
-	leader, _ := newClient(t, c[0], adminKey).must(200, "GET", "/v1/cluster", "")["directory"].(map[string]any)["leader"].(string)
+	// The survivor must not be the directory's leader: a leader answers
+	// for its stream until it notices the lost quorum.
+	var leader string
+	for deadline := time.Now().Add(30 * time.Second); leader == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the directory had no leader in 30s")
+		}
+		dir, _ := newClient(t, c[0], adminKey).must(200, "GET", "/v1/cluster", "")["directory"].(map[string]any)
+		leader, _ = dir["leader"].(string)
+	}
 	survivor := slices.IndexFunc(c, func(s *Server) bool { return s.cluster.cfg.Node != leader })
 	for i, s := range c {
 		if i != survivor {
