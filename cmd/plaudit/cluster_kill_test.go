@@ -420,8 +420,14 @@ func clusterUnderFault(t *testing.T, pause bool) {
 	survivor := nodes[(victim+1)%len(nodes)]
 	for wait := time.Now().Add(40 * time.Second); time.Now().Before(wait); time.Sleep(250 * time.Millisecond) {
 		if ownedAt.IsZero() {
+			// The status must answer throughout the fault: it answered 500
+			// after 10 s while the victim, leading the directory, was lost.
 			var st struct{ Owners []*string }
-			if status, body, err := getOnce(hc, survivor.base+"/v1/cluster"); err == nil && status == 200 && json.Unmarshal(body, &st) == nil {
+			status, body, err := getOnce(hc, survivor.base+"/v1/cluster")
+			switch {
+			case err != nil || status != 200:
+				t.Errorf("%s's /v1/cluster during the fault: %d %s %v", survivor.name, status, body, err)
+			case json.Unmarshal(body, &st) == nil:
 				lastOwners = st.Owners
 				if len(st.Owners) > 0 && !slices.ContainsFunc(st.Owners, func(o *string) bool { return o == nil || *o == nodes[victim].name }) {
 					ownedAt = time.Now()
