@@ -1,6 +1,6 @@
 GO ?= go
 # Packages whose code runs goroutines: their tests also run under -race.
-RACE_PKGS = ./actors/... ./cluster/... ./client/... ./persist/... ./transport/... ./server/... ./internal/warm/... ./internal/fixed/...
+RACE_PKGS = ./engine ./actors/... ./cluster/... ./client/... ./persist/... ./transport/... ./server/... ./internal/warm/... ./internal/fixed/...
 
 .PHONY: run test build vet fuzz bench bench-quick gobench screenshots mutate clean
 

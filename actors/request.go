@@ -172,7 +172,9 @@ func (q *request) waitDone(timeout time.Duration) error {
 
 // Read runs fn against the agent's state inside its actor, after every
 // change the actor applied before it is durable, and returns fn's answer.
-// fn must not keep the *engine.Agent or anything that aliases its state.
+// fn must not keep the *engine.Agent or anything that aliases its state,
+// but for the views the engine makes to be read elsewhere
+// (engine.VersionSummary).
 //
 // by is the request's deadline (zero: none): past it, a request the actor
 // has not reached is dropped unexecuted with ErrExpired.

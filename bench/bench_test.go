@@ -58,6 +58,12 @@ var readRows = []row{
 	{"version-summary-again-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
 		return HTTPVersionSummary(baseURL, key, 1000, true, l)
 	})},
+	{"select-summarised-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
+		return HTTPSelectSummarised(baseURL, key, 1000, 0, l)
+	})},
+	{"select-beside-summaries-1000", []int{1, 64}, withServer(func(baseURL, key string, l Loop) (Result, error) {
+		return HTTPSelectSummarised(baseURL, key, 1000, 1, l)
+	})},
 }
 
 func readWorkload(n int) func(baseURL, key string, l Loop) (Result, error) {

@@ -94,6 +94,12 @@ var families = []family{
 		{name: "version-summary-again", base: "http-hello", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			return HTTPVersionSummary(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, true, l)
 		}},
+		{name: "select-summarised", base: "http-hello", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+			return HTTPSelectSummarised(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, 0, l)
+		}},
+		{name: "select-beside-summaries", base: "select-summarised", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+			return HTTPSelectSummarised(s.target.HTTP, s.target.Key, s.opts.SummaryRuns, 1, l)
+		}},
 	}},
 	{"judged", []scenario{
 		{name: "reward-inproc", proc: procBench, maxC: 1, run: func(_ *suite, l Loop) (Result, error) { return InProcessReward(l) }},

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -111,12 +112,79 @@ func HTTPVersionSummary(baseURL, key string, runs int, again bool, l Loop) (Resu
 		return Result{}, err
 	}
 	defer cl.hc.CloseIdleConnections()
-	agent, err := cl.post("/api/v1/agents", fmt.Appendf(nil, `{"name":"bench-summary-%d"}`, runs))
+	agent, err := summarisedAgent(cl, runs, "")
 	if err != nil {
 		return Result{}, err
 	}
-	if _, err := cl.send(fasthttp.MethodPut, "/api/v1/agents/"+agent+"/objective", summaryObjective, 200); err != nil {
+	path := "/api/v1/agents/" + agent + "/versions/bench/rewards"
+	if again {
+		return l.Run(func(int) (Op, error) { return cl.getOp(path, 200), nil })
+	}
+	var turn atomic.Uint64
+	return l.Run(func(int) (Op, error) {
+		ops := freshSummaryOps(cl, path)
+		return func() error { return ops[(turn.Add(1)-1)%summaryLimits]() }, nil
+	})
+}
+
+// HTTPSelectSummarised makes an agent as HTTPVersionSummary does, then has c
+// workers create runs of another version on it (POST .../runs, 201) while
+// readers workers of their own (0 or 1) read fresh summaries of version
+// "bench" in a loop, as a console polling it would. Only the selections
+// are measured; the server's CPU counts the summaries too.
+func HTTPSelectSummarised(baseURL, key string, runs, readers int, l Loop) (Result, error) {
+	cl, err := newClient(baseURL, key, l.C+readers)
+	if err != nil {
 		return Result{}, err
+	}
+	defer cl.hc.CloseIdleConnections()
+	agent, err := summarisedAgent(cl, runs, fmt.Sprintf("-r%d", readers))
+	if err != nil {
+		return Result{}, err
+	}
+	stop := make(chan struct{})
+	failed := make(chan error, readers)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ops := freshSummaryOps(cl, "/api/v1/agents/"+agent+"/versions/bench/rewards")
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := ops[i%summaryLimits](); err != nil {
+					failed <- fmt.Errorf("bench: summary beside selections: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	res, err := l.Run(func(int) (Op, error) {
+		return cl.postOp("/api/v1/agents/"+agent+"/runs", []byte(`{"version":"other"}`), 201), nil
+	})
+	close(stop)
+	wg.Wait()
+	select {
+	case ferr := <-failed:
+		return Result{}, ferr
+	default:
+	}
+	return res, err
+}
+
+// summarisedAgent makes an agent with runs runs of version "bench", each
+// finished (every third one failed), under summaryObjective.
+func summarisedAgent(cl *client, runs int, suffix string) (string, error) {
+	agent, err := cl.post("/api/v1/agents", fmt.Appendf(nil, `{"name":"bench-summary-%d%s"}`, runs, suffix))
+	if err != nil {
+		return "", err
+	}
+	if _, err := cl.send(fasthttp.MethodPut, "/api/v1/agents/"+agent+"/objective", summaryObjective, 200); err != nil {
+		return "", err
 	}
 	var made atomic.Int64
 	err = setup(64, runs, func(int) (Op, error) {
@@ -134,20 +202,18 @@ func HTTPVersionSummary(baseURL, key string, runs int, again bool, l Loop) (Resu
 		}, nil
 	})
 	if err != nil {
-		return Result{}, fmt.Errorf("bench: version-summary setup: %w", err)
+		return "", fmt.Errorf("bench: summarised agent setup: %w", err)
 	}
-	path := "/api/v1/agents/" + agent + "/versions/bench/rewards"
-	if again {
-		return l.Run(func(int) (Op, error) { return cl.getOp(path, 200), nil })
+	return agent, nil
+}
+
+// freshSummaryOps reads the summary at path with each ?limit= of a turn.
+func freshSummaryOps(cl *client, path string) []Op {
+	ops := make([]Op, summaryLimits)
+	for i := range ops {
+		ops[i] = cl.getOp(fmt.Sprintf("%s?limit=%d", path, 11+i), 200)
 	}
-	var turn atomic.Uint64
-	return l.Run(func(int) (Op, error) {
-		ops := make([]Op, summaryLimits)
-		for i := range ops {
-			ops[i] = cl.getOp(fmt.Sprintf("%s?limit=%d", path, 11+i), 200)
-		}
-		return func() error { return ops[(turn.Add(1)-1)%summaryLimits]() }, nil
-	})
+	return ops
 }
 
 // summaryLimits is how many ?limit= values fresh summary reads take in

@@ -7,7 +7,8 @@ import (
 )
 
 // Agent is the in-memory state of one agent. It is not safe for concurrent
-// use: one actor owns it.
+// use: one actor owns it. The views it hands out (State, VersionSummary)
+// are, as they share only what it never changes.
 type Agent struct {
 	info    AgentInfo
 	created bool

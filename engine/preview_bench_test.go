@@ -91,6 +91,19 @@ func BenchmarkVersionRewards(b *testing.B) {
 	}
 }
 
+// BenchmarkVersionSummaryView is the share of BenchmarkVersionRewards that
+// holds the agent: taking the view its runs are evaluated from.
+func BenchmarkVersionSummaryView(b *testing.B) {
+	a, now := benchHistory(b, 30000)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.summaries = summaryCache{}
+		if _, err := a.VersionSummary("1", -1, 20, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkVersionRewardsAgain is the same summary read again with nothing
 // applied in between.
 func BenchmarkVersionRewardsAgain(b *testing.B) {

@@ -121,34 +121,31 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 	return arena.Evaluate(ov.Definition, ov.Version, run, buf, now)
 }
 
-// VersionRewards summarises the rewards of every run of an agent version.
-// A summary read again before the agent applies another event, and before
-// any run it counted matures, is the one computed the first time: a page
-// polled, or many readers at once, cost one evaluation of every run.
+// VersionRewards summarises the rewards of every run of an agent version
+// at now: VersionSummary and At in one.
 func (a *Agent) VersionRewards(version string, v, limit int, now time.Time) (objective.Summary, error) {
-	ov, err := a.Objective(v)
+	s, err := a.VersionSummary(version, v, limit, now)
 	if err != nil {
 		return objective.Summary{}, err
+	}
+	return s.At(now), nil
+}
+
+// VersionSummary returns the summary of the rewards of every run of an
+// agent version, to be computed by At outside the agent's actor. A summary
+// asked for again before the agent applies another event, and before any
+// run it counted matures, is the one taken the first time: a page polled,
+// or many readers at once, cost one evaluation of every run.
+func (a *Agent) VersionSummary(version string, v, limit int, now time.Time) (*VersionSummary, error) {
+	ov, err := a.Objective(v)
+	if err != nil {
+		return nil, err
 	}
 	key := summaryKey{version: version, objective: ov.Version, limit: limit}
 	if s, ok := a.summaries.get(a.seq, key, now); ok {
 		return s, nil
 	}
-	z := objective.NewSummarizer(version, ov.Version, ov.Definition.Bounds, limit)
-	var (
-		arena objective.Arena
-		until time.Time // the first moment a counted run matures; zero: none will
-	)
-	for i, r := range a.runList {
-		if r.Version == version {
-			rw := a.rewardIn(&arena, i, ov, now)
-			if !rw.Matured && !rw.MaturesAt.IsZero() && (until.IsZero() || rw.MaturesAt.Before(until)) {
-				until = rw.MaturesAt
-			}
-			z.Add(&rw)
-		}
-	}
-	s := z.Summary()
-	a.summaries.put(a.seq, cachedSummary{key: key, from: now, until: until, sum: s})
+	s := a.versionSummary(key, ov, now)
+	a.summaries.put(a.seq, s)
 	return s, nil
 }

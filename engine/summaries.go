@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/plaudit/plaudit/engine/objective"
@@ -16,52 +18,157 @@ type summaryKey struct {
 	limit     int
 }
 
-// A cachedSummary is a summary as computed at from. It holds until the
-// agent applies another event, and from from until a run it counted
-// matures (until; zero: no unmatured run of it has a horizon to reach).
-type cachedSummary struct {
-	key         summaryKey
-	from, until time.Time
-	sum         objective.Summary
+// A VersionSummary is the summary of one agent version's runs, taken as a
+// view of the agent inside its actor and computed outside it, on the
+// reader's goroutine: the view holds what the computation reads (each
+// run's signal indexes, capped, and copies of its reports), so gathering
+// it costs the agent a pass over its runs, not an evaluation of each.
+//
+// It is safe for concurrent use. The agent keeps it until its next event
+// (see summaryCache), so readers of the same summary meanwhile share one
+// computation: the first to ask computes it, the others wait for it.
+type VersionSummary struct {
+	key     summaryKey
+	def     objective.Definition
+	from    time.Time // the read that took the view
+	signals SignalLog // a view
+	runs    []summaryRun
+
+	mu       sync.Mutex
+	computed bool
+	until    time.Time // the first moment a counted run matures; zero: none will
+	sum      objective.Summary
 }
 
-// summaryCache holds the summaries computed since event seq. It is not
-// state: a snapshot and a replay leave it empty, and it is never persisted.
-type summaryCache struct {
-	seq     uint64
-	entries []cachedSummary // oldest first
+// summaryRun is what a run's reward is computed from, as rewardIn gathers
+// it: the signals sent to it, then those of the objects it claimed, then
+// its reports.
+type summaryRun struct {
+	run     *Run    // never changed in place (see Agent.replaceRun)
+	signals []int32 // capped
+	extra   *summaryExtra
 }
 
-// get returns the summary for key computed since event seq, if it is still
-// the one a computation at now would give.
-func (c *summaryCache) get(seq uint64, key summaryKey, now time.Time) (objective.Summary, bool) {
-	if c.seq != seq {
-		return objective.Summary{}, false
+// summaryExtra is what few runs have: claims and reports.
+type summaryExtra struct {
+	claimed [][]int32 // per claim, capped
+	reports []objective.Signal
+}
+
+// At returns the summary as a read at now computes it. A read at the
+// moment the view was taken, or later but before any run it counts
+// matures, gets the one computation; any other read computes its own.
+func (s *VersionSummary) At(now time.Time) objective.Summary {
+	s.mu.Lock()
+	if !s.computed {
+		s.sum, s.until = s.compute(s.from)
+		s.computed = true
 	}
-	for i := range c.entries {
-		e := &c.entries[i]
-		if e.key == key && !now.Before(e.from) && (e.until.IsZero() || now.Before(e.until)) {
-			return e.sum, true
+	sum, ok := s.sum, s.holdsAt(now)
+	s.mu.Unlock()
+	if ok {
+		return sum
+	}
+	sum, _ = s.compute(now)
+	return sum
+}
+
+// holdsAt reports whether the computed summary is the one a computation at
+// now would give. It is called with s.mu held.
+func (s *VersionSummary) holdsAt(now time.Time) bool {
+	return !now.Before(s.from) && (s.until.IsZero() || now.Before(s.until))
+}
+
+func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until time.Time) {
+	z := objective.NewSummarizer(s.key.version, s.key.objective, s.def.Bounds, s.key.limit)
+	var (
+		arena objective.Arena
+		buf   []objective.Signal
+	)
+	for i := range s.runs {
+		sr := &s.runs[i]
+		buf = s.signals.appendObjective(buf[:0], sr.signals)
+		if sr.extra != nil {
+			for _, idx := range sr.extra.claimed {
+				buf = s.signals.appendObjective(buf, idx)
+			}
+			buf = append(buf, sr.extra.reports...)
+		}
+		r := sr.run
+		rw := arena.Evaluate(s.def, s.key.objective, objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}, buf, now)
+		if !rw.Matured && !rw.MaturesAt.IsZero() && (until.IsZero() || rw.MaturesAt.Before(until)) {
+			until = rw.MaturesAt
+		}
+		z.Add(&rw)
+	}
+	return z.Summary(), until
+}
+
+// versionSummary takes the view of version's runs under ov, read at now.
+func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Time) *VersionSummary {
+	n := 0
+	for _, r := range a.runList {
+		if r.Version == key.version {
+			n++
 		}
 	}
-	return objective.Summary{}, false
+	s := &VersionSummary{key: key, def: ov.Definition, from: now, signals: a.signals.view(), runs: make([]summaryRun, 0, n)}
+	for i, r := range a.runList {
+		if r.Version != key.version {
+			continue
+		}
+		sr := summaryRun{run: r, signals: capped(a.signals.ofRun(i))}
+		if len(r.Claims) > 0 || len(a.runReports[r.ID]) > 0 {
+			x := &summaryExtra{reports: a.reportSignals(r, nil)}
+			for _, cl := range r.Claims {
+				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
+			}
+			sr.extra = x
+		}
+		s.runs = append(s.runs, sr)
+	}
+	return s
 }
 
-// put keeps e, computed after event seq, in place of any entry of its key,
+// summaryCache holds the summaries taken since event seq. It is not state:
+// a snapshot and a replay leave it empty, and it is never persisted.
+type summaryCache struct {
+	seq     uint64
+	entries []*VersionSummary // oldest first
+}
+
+// get returns the summary for key taken since event seq, if it is (or, not
+// computed yet, may be) the one a computation at now would give.
+func (c *summaryCache) get(seq uint64, key summaryKey, now time.Time) (*VersionSummary, bool) {
+	if c.seq != seq {
+		return nil, false
+	}
+	for _, s := range c.entries {
+		if s.key != key {
+			continue
+		}
+		s.mu.Lock()
+		ok := s.holdsAt(now) || !s.computed && !now.Before(s.from)
+		s.mu.Unlock()
+		if ok {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// put keeps s, taken after event seq, in place of any entry of its key,
 // dropping the oldest when full and every entry from before seq.
-func (c *summaryCache) put(seq uint64, e cachedSummary) {
+func (c *summaryCache) put(seq uint64, s *VersionSummary) {
 	if c.seq != seq {
 		clear(c.entries) // what they hold is garbage now
 		c.seq, c.entries = seq, c.entries[:0]
 	}
-	for i := range c.entries {
-		if c.entries[i].key == e.key {
-			c.entries = append(c.entries[:i], c.entries[i+1:]...)
-			break
-		}
+	if i := slices.IndexFunc(c.entries, func(e *VersionSummary) bool { return e.key == s.key }); i >= 0 {
+		c.entries = slices.Delete(c.entries, i, i+1)
 	}
 	if len(c.entries) == summaryCacheSize {
-		c.entries = append(c.entries[:0], c.entries[1:]...)
+		c.entries = slices.Delete(c.entries, 0, 1)
 	}
-	c.entries = append(c.entries, e)
+	c.entries = append(c.entries, s)
 }

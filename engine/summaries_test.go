@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -117,5 +118,132 @@ func TestVersionSummaryReadAgainIsNotComputedAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestASummaryTakenButNotComputedServesOnlyTheReadsItHolds takes a summary,
+// and before anyone computes it, asks again past the maturity of a run it
+// counts: the second read shares the view but not the first one's answer.
+func TestASummaryTakenButNotComputedServesOnlyTheReadsItHolds(t *testing.T) {
+	h := minuteHorizon(t)
+	r := h.run(CreateRun{Version: "3"})
+	h.signal(RecordSignal{Kind: "human.rating", Value: 4, RunID: r.ID})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true}) // matures at t0 + 60 s
+	fresh, err := Restore(h.a.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, late := t0.Add(10*time.Second), t0.Add(61*time.Second)
+	first, err := h.a.VersionSummary("3", -1, 20, early)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := h.a.VersionSummary("3", -1, 20, late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second != first {
+		t.Fatal("a read while the summary is not computed yet took a view of its own")
+	}
+	for _, at := range []time.Time{late, early, late} {
+		want, _ := fresh.VersionRewards("3", -1, 20, at)
+		if got := first.At(at); !reflect.DeepEqual(got, want) {
+			t.Fatalf("at %v: %+v, a fresh read %+v", at.Sub(t0), got, want)
+		}
+	}
+	if want, _ := fresh.VersionRewards("3", -1, 20, early); want.Matured != 0 {
+		t.Fatalf("the early read counts %d matured runs: the test reads nothing that matures", want.Matured)
+	}
+}
+
+// TestAVersionSummaryIsComputedBesideTheAgent computes a summary on other
+// goroutines while the agent applies events touching every source of its
+// runs' rewards: their signals, the objects they claim and their signals,
+// their reports (replaced in place), finishes, new runs of the version.
+// Every computation gives what a fresh read at the moment of the view
+// gives; under -race, it also shows that the view shares nothing the agent
+// writes.
+func TestAVersionSummaryIsComputedBesideTheAgent(t *testing.T) {
+	h := newHarness(t)
+	def, err := objective.Parse([]byte(`{"horizon_s":60,"terms":[{"signal":"human.rating","weight":1,"scale":[1,5]},{"signal":"ci","weight":1,"scale":[0,1]}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	var runs []Run
+	for i := range 30 {
+		r := h.run(CreateRun{Version: "3"})
+		runs = append(runs, r)
+		h.signal(RecordSignal{Kind: "human.rating", Value: float64(1 + i%5), RunID: r.ID})
+		if i%3 == 0 {
+			obj := fmt.Sprintf("ticket/%d", i)
+			h.must(ClaimObject{RunID: r.ID, Object: obj})
+			h.signal(RecordSignal{Kind: "human.rating", Value: 5, Object: obj})
+		}
+		if i%4 == 0 {
+			v := float64(i%2) / 2
+			h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: &v, Weight: 1})
+		}
+		if i%2 == 0 {
+			h.must(FinishRun{RunID: r.ID, Succeeded: true})
+		}
+	}
+	fresh, err := Restore(h.a.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, back := h.now.Add(time.Second), h.now.Add(-time.Second) // back: before the view, so computed afresh each time
+	want, _ := fresh.VersionRewards("3", -1, 5, now)
+	wantBack, _ := fresh.VersionRewards("3", -1, 5, back)
+	s, err := h.a.VersionSummary("3", -1, 5, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for n := 0; ; n++ {
+				if got := s.At(now); !reflect.DeepEqual(got, want) {
+					errs <- fmt.Errorf("computation %d: %+v, want %+v", n, got, want)
+					return
+				}
+				if got := s.At(back); !reflect.DeepEqual(got, wantBack) {
+					errs <- fmt.Errorf("computation %d, read earlier: %+v, want %+v", n, got, wantBack)
+					return
+				}
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for i := range 300 {
+		r := runs[i%len(runs)]
+		h.signal(RecordSignal{Kind: "human.rating", Value: 1, RunID: r.ID})
+		obj := fmt.Sprintf("ticket/%d", i%len(runs))
+		if i < len(runs) {
+			h.must(ClaimObject{RunID: r.ID, Object: obj + "/late"})
+		}
+		h.signal(RecordSignal{Kind: "human.rating", Value: 1, Object: obj})
+		v := 1.0
+		h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: &v, Weight: 1})
+		if i%2 == 1 {
+			h.exec(FinishRun{RunID: r.ID, Succeeded: false}) // refused once finished
+		}
+		h.run(CreateRun{Version: "3"})
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live, _ := h.a.VersionRewards("3", -1, 5, now); reflect.DeepEqual(live, want) {
+		t.Fatal("the events after the view changed nothing in the agent's summary: the test shows nothing")
 	}
 }

@@ -319,13 +319,19 @@ func (c *call) versionRewards() (result, error) {
 		limit = n
 	}
 	version := c.req.Target.Version
-	sum, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, now time.Time) (objective.Summary, error) {
-		return a.VersionRewards(version, v, limit, now)
+	// The actor takes the summary's view; its runs are evaluated here, so
+	// that the agent serves other requests meanwhile and distinct
+	// summaries are computed on as many cores as there are readers.
+	var at time.Time
+	sum, err := actors.Read(c.s.reg, agent.ID, c.by, func(a *engine.Agent, now time.Time) (*engine.VersionSummary, error) {
+		at = now
+		return a.VersionSummary(version, v, limit, now)
 	})
 	if err != nil {
 		return result{}, err
 	}
-	return ok(sum.AppendJSON(nil))
+	s := sum.At(at)
+	return ok(s.AppendJSON(nil))
 }
 
 // objectiveVersionArg reads ?objective_version=; absent means current (-1).
