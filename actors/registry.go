@@ -57,6 +57,9 @@ type Config struct {
 	// write. Off, a new run is answered as soon as it is decided (see
 	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
+	// SelectSyncWindow is how long the append of selections no request
+	// waits for may go unsynced (see agentActor.lazyBatch); default 5 ms.
+	SelectSyncWindow time.Duration
 	// Serves, in a cluster, reports whether this node serves an agent now
 	// (it owns the agent's partition). An agent it does not serve gets no
 	// actor (persist.ErrMoved), and an agent created here gets an id it
@@ -79,6 +82,9 @@ func (c *Config) defaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
+	}
+	if c.SelectSyncWindow <= 0 {
+		c.SelectSyncWindow = 5 * time.Millisecond
 	}
 	if c.Now == nil {
 		c.Now = time.Now

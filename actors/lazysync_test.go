@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/plaudit/plaudit/engine"
+	"github.com/plaudit/plaudit/persist/pebblelog"
+)
+
+// Selections no request waits for are appended without waiting for their
+// sync (agentActor.lazyBatch). These tests crash a copy of a strict
+// in-memory filesystem, which keeps only what was synced, to see which runs
+// a crash would leave.
+
+// durableRuns counts the runs of ids that a crash now would leave.
+func durableRuns(t *testing.T, fs *vfs.MemFS, agentID string, ids []string) int {
+	t.Helper()
+	clone := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	store, err := pebblelog.Open("db", pebblelog.Options{FS: clone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r := New(Config{Store: store, Seed: 9})
+	defer r.Close()
+	n, err := Read(r, agentID, time.Time{}, func(a *engine.Agent, _ time.Time) (int, error) {
+		n := 0
+		for _, id := range ids {
+			if _, err := a.Run(id); err == nil {
+				n++
+			}
+		}
+		return n, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// selections creates n runs on info's agent, one after another.
+func selections(t *testing.T, r *Registry, info engine.AgentInfo, n int) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		cr, err := createRun(r, info, engine.CreateRun{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cr.Run.ID)
+	}
+	return ids
+}
+
+// TestSelectionsAloneAreSyncedWithinTheirWindow: with no request after
+// them, selections become durable on their own, within the window.
+func TestSelectionsAloneAreSyncedWithinTheirWindow(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	r := newRegistry(t, openStore(t, fs), func(c *Config) { c.SelectSyncWindow = 20 * time.Millisecond })
+	info, _ := createAgentWithRun(t, r)
+	ids := selections(t, r, info, 20)
+	waitFor(t, func() bool { return durableRuns(t, fs, info.ID, ids) == len(ids) })
+}
+
+// TestWhatWaitsForDurabilityWaitsForTheSelectionsBeforeIt: a read or a
+// write answered after selections is answered only once they are durable,
+// however long their window.
+func TestWhatWaitsForDurabilityWaitsForTheSelectionsBeforeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ask  func(r *Registry, info engine.AgentInfo, run engine.Run) error
+	}{
+		{"a read", func(r *Registry, info engine.AgentInfo, _ engine.Run) error {
+			_, err := Read(r, info.ID, time.Time{}, func(*engine.Agent, time.Time) (struct{}, error) { return struct{}{}, nil })
+			return err
+		}},
+		{"a signal", func(r *Registry, info engine.AgentInfo, run engine.Run) error {
+			_, err := signal(r, info.ID, run.ID, 1)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewCrashableMem()
+			r := newRegistry(t, openStore(t, fs), func(c *Config) { c.SelectSyncWindow = time.Hour })
+			info, run := createAgentWithRun(t, r)
+			ids := selections(t, r, info, 20)
+			time.Sleep(20 * time.Millisecond) // their appends are done
+			if n := durableRuns(t, fs, info.ID, ids); n == len(ids) {
+				t.Fatal("every selection was synced with nothing waiting for it: their appends are not lazy")
+			}
+			if err := tc.ask(r, info, run); err != nil {
+				t.Fatal(err)
+			}
+			if n := durableRuns(t, fs, info.ID, ids); n != len(ids) {
+				t.Fatalf("%s answered while %d of %d selections before it were not durable", tc.name, len(ids)-n, len(ids))
+			}
+		})
+	}
+}
+
+// TestCloseSyncsLazySelections: a clean shutdown leaves every selection
+// durable.
+func TestCloseSyncsLazySelections(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	store := openStore(t, fs)
+	r := New(Config{Store: store, Seed: 7, SelectSyncWindow: time.Hour})
+	info, _ := createAgentWithRun(t, r)
+	ids := selections(t, r, info, 20)
+	r.Close()
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := durableRuns(t, fs, info.ID, ids); n != len(ids) {
+		t.Fatalf("%d of %d selections lost after a clean shutdown", len(ids)-n, len(ids))
+	}
+}
