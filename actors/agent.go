@@ -337,8 +337,9 @@ func (x *agentActor) attach(ctx actor.Context, q *request) {
 // before a retry may rely on it.
 func (x *agentActor) answerEarly(ctx actor.Context, q *request, kvs []persist.KV) {
 	for _, kv := range kvs {
-		x.reg.pendingIdx.Store(string(kv.Key), kv.Value)
-		x.published = append(x.published, publishedKV{gen: x.gen, key: string(kv.Key)})
+		k := string(kv.Key)
+		x.reg.pendingIdx.Store(k, kv.Value)
+		x.published = append(x.published, publishedKV{gen: x.gen, key: k})
 	}
 	x.respond(q, nil)
 	x.maybeAppend(ctx)
