@@ -34,6 +34,10 @@ type VersionSummary struct {
 	signals SignalLog // a view
 	runs    []summaryRun
 
+	// first is held by the reader computing the summary the first time,
+	// so that the others wait for it; mu guards what it computed and is
+	// never held during a computation: the agent's actor takes it too.
+	first    sync.Mutex
 	mu       sync.Mutex
 	computed bool
 	until    time.Time // the first moment a counted run matures; zero: none will
@@ -59,11 +63,18 @@ type summaryExtra struct {
 // moment the view was taken, or later but before any run it counts
 // matures, gets the one computation; any other read computes its own.
 func (s *VersionSummary) At(now time.Time) objective.Summary {
+	s.first.Lock()
 	s.mu.Lock()
-	if !s.computed {
-		s.sum, s.until = s.compute(s.from)
-		s.computed = true
+	computed := s.computed
+	s.mu.Unlock()
+	if !computed {
+		sum, until := s.compute(s.from)
+		s.mu.Lock()
+		s.sum, s.until, s.computed = sum, until, true
+		s.mu.Unlock()
 	}
+	s.first.Unlock()
+	s.mu.Lock()
 	sum, ok := s.sum, s.holdsAt(now)
 	s.mu.Unlock()
 	if ok {

@@ -247,3 +247,49 @@ func TestAVersionSummaryIsComputedBesideTheAgent(t *testing.T) {
 		t.Fatal("the events after the view changed nothing in the agent's summary: the test shows nothing")
 	}
 }
+
+// TestTheAgentDoesNotWaitForASummaryBeingComputed: while a reader computes a
+// summary, the agent's actor asking for the same summary gets it at once:
+// it must not wait out the computation, as the readers do.
+func TestTheAgentDoesNotWaitForASummaryBeingComputed(t *testing.T) {
+	h := minuteHorizon(t)
+	for i := range 20000 {
+		r := h.run(CreateRun{Version: "3"})
+		if i%4 == 0 {
+			h.signal(RecordSignal{Kind: "human.rating", Value: 4, RunID: r.ID})
+		}
+	}
+	for limit := 1; limit <= 20; limit++ {
+		s, err := h.a.VersionSummary("3", -1, limit, h.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { s.At(h.now); close(done) }()
+		missed := false
+		for !missed && s.first.TryLock() { // until the reader holds it: it is computing
+			s.first.Unlock()
+			select {
+			case <-done:
+				missed = true // computed before the test saw it start: try again
+			default:
+			}
+		}
+		if missed {
+			continue
+		}
+		again, err := h.a.VersionSummary("3", -1, limit, h.now)
+		if err != nil || again != s {
+			t.Fatalf("asked again during the computation: %p, %v; want the same summary %p", again, err, s)
+		}
+		computing := !s.first.TryLock()
+		if !computing {
+			s.first.Unlock()
+		}
+		<-done
+		if computing {
+			return // the agent got it while the reader still computed
+		}
+	}
+	t.Fatal("in 20 tries, the agent never got a summary back before its computation ended")
+}
