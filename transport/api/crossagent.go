@@ -25,6 +25,9 @@ const (
 	// ReviewScores reads the mean standing review of some runs of one
 	// agent: {"runs": [...]} → {"<run id>": mean, ...}.
 	ReviewScores Op = "review_scores"
+	// RunDurable answers once a run of the agent, and every write its
+	// agent took before, is durable: {"run"} → {}.
+	RunDurable Op = "run_durable"
 )
 
 // servedElsewhere reports whether another node of the cluster serves
@@ -108,7 +111,7 @@ func (s *Service) reviewScores(ws, agentID string, runIDs []string, by time.Time
 	return out, nil
 }
 
-// reviewScoresHandler serves ReviewScores on the agent's node.
+// reviewScores serves ReviewScores on the agent's node.
 func (c *call) reviewScores() (result, error) {
 	v, err := fastjson.ParseBytes(c.req.Body)
 	if err != nil {
@@ -133,4 +136,40 @@ func (c *call) reviewScores() (result, error) {
 		b = jsonw.Float(b, val)
 	}
 	return ok(append(b, '}'))
+}
+
+// runDurable returns once run runID of agentID is durable, on the node
+// serving the agent: a write stored outside the agent that refers to the
+// run (a judged reward's episode) waits for it, since a run is answered
+// before it is durable (see actors.Registry.CreateRun) and a crash may
+// lose it until then.
+func (s *Service) runDurable(ws, agentID, runID string, by time.Time) error {
+	if !s.servedElsewhere(agentID) {
+		return s.runDurableHere(agentID, runID, by)
+	}
+	b := jsonw.String(append([]byte(nil), `{"run":`...), runID)
+	_, err := s.onAgentsNode(ws, agentID, RunDurable, append(b, '}'), by)
+	return err
+}
+
+// runDurableHere is runDurable on the agent's node: a read of the run in
+// its actor, which is answered once every write before it is durable.
+func (s *Service) runDurableHere(agentID, runID string, by time.Time) error {
+	_, err := actors.Read(s.reg, agentID, by, func(a *engine.Agent, _ time.Time) (struct{}, error) {
+		_, err := a.Run(runID)
+		return struct{}{}, err
+	})
+	return err
+}
+
+// runDurable serves RunDurable on the agent's node.
+func (c *call) runDurable() (result, error) {
+	v, err := fastjson.ParseBytes(c.req.Body)
+	if err != nil {
+		return result{}, fmt.Errorf("run durable: %w", err)
+	}
+	if err := c.s.runDurableHere(c.req.Target.Agent, string(v.GetStringBytes("run")), c.by); err != nil {
+		return result{}, err
+	}
+	return ok([]byte("{}"))
 }

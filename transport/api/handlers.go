@@ -60,6 +60,7 @@ var handlers = map[Op]handler{
 	CreateJudgedReward: {fn: (*call).createJudgedReward, write: true},
 	JudgeSignals:       {fn: (*call).judgeSignals, write: true},
 	ReviewScores:       {fn: (*call).reviewScores},
+	RunDurable:         {fn: (*call).runDurable},
 	GetJudgedReward:    {fn: (*call).getJudgedReward},
 	TaskCalibration:    {fn: (*call).taskCalibration},
 	TaskRewardSummary:  {fn: (*call).taskRewardSummary},

@@ -70,6 +70,7 @@ type config struct {
 	Judge            judging.JudgeFunc // seed 003's model judges; nil fails every judge request
 	JudgeDeadline    time.Duration
 	RequestTimeout   time.Duration // the actors' RequestTimeout
+	SelectSyncWindow time.Duration // the actors' SelectSyncWindow
 	// ActorStore, when set, wraps the store the agent actors write through
 	// (a faultStore), so a test decides when and whether appends land.
 	ActorStore func(persist.Store) persist.Store
@@ -126,7 +127,7 @@ func (h *harness) open() {
 	}
 	reg := actors.New(actors.Config{Store: actorStore, RequestTimeout: h.cfg.RequestTimeout, SnapshotEvery: h.cfg.SnapshotEvery,
 		SnapshotInterval: h.cfg.SnapshotInterval, IdleTimeout: h.cfg.IdleTimeout,
-		Now: h.clk.Now, Seed: actorSeed})
+		SelectSyncWindow: h.cfg.SelectSyncWindow, Now: h.clk.Now, Seed: actorSeed})
 	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now,
 		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline, Router: h.cfg.Router}, reg, ten, store)
 	if err != nil {

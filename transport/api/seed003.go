@@ -137,6 +137,9 @@ func (c *call) createJudgedReward() (result, error) {
 	}
 	if in.EpisodeID != "" {
 		runID, agent, err := c.s.reg.Run(c.ws, in.EpisodeID)
+		if err == nil {
+			err = c.s.runDurable(c.ws, agent.ID, runID, c.by)
+		}
 		if err != nil {
 			return result{}, fmt.Errorf("episode_id: %w", err)
 		}
