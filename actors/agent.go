@@ -19,11 +19,11 @@ type (
 	committed struct {
 		last uint64 // the batch's last event sequence
 		gen  uint64 // the batch's last write generation
-		lazy bool   // appended without waiting for its sync (see lazyBatch)
 		err  error
 	}
-	// syncTurn is due when lazy appends have waited Config.SelectSyncWindow.
-	syncTurn struct{}
+	// writeTurn is due when queued writes no request waits for have waited
+	// Config.SelectSyncWindow (see maybeAppend).
+	writeTurn struct{}
 	// stepTurn is the next turn of a read in steps (see ReadSteps).
 	stepTurn struct{ req *request }
 	// snapshotted reports the end of one snapshot save.
@@ -63,19 +63,14 @@ type agentActor struct {
 	recoverAt  time.Time // when recovery last failed (Config.Now)
 	recovering bool      // a retry of the recovery is out
 
-	durable    uint64 // last event known synced
-	gen        uint64 // write generations queued: one per enqueue of events or directory entries
-	durableGen uint64 // last generation known synced
-	// written and writtenGen are the last event and generation appended,
-	// synced or not: ahead of durable only after lazy appends (see
-	// lazyBatch), which unsyncedAt dates (the first since the last sync).
-	written    uint64
-	writtenGen uint64
-	unsyncedAt time.Time
-	syncArmed  bool     // a syncTurn is on its way
+	durable    uint64   // last event known synced
+	gen        uint64   // write generations queued: one per enqueue of events or directory entries
+	durableGen uint64   // last generation known synced
 	pending    [][]byte // encoded events applied but not yet handed to the log
 	pendingKV  []persist.KV
-	appending  bool // an append is in flight
+	queuedAt   time.Time // when the oldest of pending and pendingKV was queued
+	writeArmed bool      // a writeTurn is on its way
+	appending  bool      // an append is in flight
 	waiters    []waiter
 	broken     bool // an append failed: the in-memory state may be ahead of disk
 	// held counts decided writes whose events wait for their records (see
@@ -121,8 +116,8 @@ func (x *agentActor) Receive(ctx actor.Context) {
 		x.rebuild(m.rec, m.err, m.start)
 	case *committed:
 		x.onCommitted(ctx, m)
-	case *syncTurn:
-		x.syncArmed = false
+	case *writeTurn:
+		x.writeArmed = false
 		x.maybeAppend(ctx)
 	case *snapshotted:
 		x.onSnapshotted(ctx, m)
@@ -180,7 +175,6 @@ func (x *agentActor) rebuild(rec persist.Recovered, err error, start time.Time) 
 	}
 	x.recoverErr = nil
 	x.durable = x.agent.LastSeq()
-	x.written = x.durable
 	x.snapSeq = rec.SnapshotSeq
 	x.entry.loaded.Store(true)
 }
@@ -363,6 +357,9 @@ func (x *agentActor) unpublish(upToGen uint64) {
 // write generation, and returns the directory entries (given and derived).
 func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.KV {
 	n := len(x.pendingKV)
+	if len(x.pending) == 0 && n == 0 {
+		x.queuedAt = time.Now()
+	}
 	for _, ev := range events {
 		b := engine.AppendEvent(nil, ev)
 		x.pending = append(x.pending, b)
@@ -395,47 +392,34 @@ func (x *agentActor) respond(q *request, err error) {
 }
 
 // maybeAppend starts an append of the queued writes unless one is in
-// flight, a held write keeps the batch open, or there is nothing to write;
-// with nothing queued, it syncs lazy appends a request waits for or that
-// have waited Config.SelectSyncWindow, and otherwise has them synced by then.
+// flight, a held write keeps the batch open, or there is nothing to write.
+//
+// Writes that no request waits for (selections, answered early) wait, for
+// up to Config.SelectSyncWindow, for a write that one does: on an agent
+// taking selections only, one synced append a window instead of one an
+// answer, and no append competing with the answers for the CPU. A selection
+// is then durable with the agent's next write that a request waits for
+// (read or write: see hold), or within the window. Since a request that
+// waits for durability waits for every write queued before it, a selection
+// can be lost only while nothing acknowledged depends on it.
 func (x *agentActor) maybeAppend(ctx actor.Context) {
-	if x.appending || x.held > 0 {
+	if x.appending || x.held > 0 || x.gen <= x.durableGen {
 		return
 	}
-	switch {
-	case x.gen > x.writtenGen:
-		x.startAppend(ctx)
-	case x.writtenGen > x.durableGen && (len(x.waiters) > 0 || x.syncDue()):
-		x.startAppend(ctx) // an empty batch that is not lazy: a sync
-	case x.writtenGen > x.durableGen && !x.syncArmed:
-		x.syncArmed = true
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		time.AfterFunc(x.reg.cfg.SelectSyncWindow-time.Since(x.unsyncedAt), func() { root.Send(self, &syncTurn{}) })
+	if wait := x.reg.cfg.SelectSyncWindow - time.Since(x.queuedAt); len(x.waiters) == 0 && wait > 0 {
+		if !x.writeArmed {
+			x.writeArmed = true
+			self, root := ctx.Self(), ctx.ActorSystem().Root
+			time.AfterFunc(wait, func() { root.Send(self, &writeTurn{}) })
+		}
+		return
 	}
-}
-
-// syncDue reports whether lazy appends have waited Config.SelectSyncWindow.
-func (x *agentActor) syncDue() bool {
-	return x.writtenGen > x.durableGen && time.Since(x.unsyncedAt) >= x.reg.cfg.SelectSyncWindow
-}
-
-// lazyBatch reports whether the next batch may be appended without waiting
-// for its sync: no request waits for it (it holds only selections, answered
-// early), and no earlier lazy append has waited its window. A selection's
-// event then becomes durable with the agent's next synced append, or
-// within Config.SelectSyncWindow: a request that waits for durability
-// waits for it too, so a selection can be lost only while nothing
-// acknowledged depends on it. On a busy agent this is one fsync a window
-// instead of one an append.
-func (x *agentActor) lazyBatch() bool {
-	return len(x.waiters) == 0 && !x.syncDue()
+	x.startAppend(ctx)
 }
 
 func (x *agentActor) startAppend(ctx actor.Context) {
-	lazy := x.lazyBatch()
 	b := x.takeBatch()
-	b.Lazy = lazy
-	last := x.written
+	last := x.durable
 	if len(b.Events) > 0 {
 		last = b.First + uint64(len(b.Events)) - 1
 	}
@@ -451,7 +435,7 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 		// would have waited for this batch all the same. Not on a caller's
 		// goroutine (see mailbox): a stalled append would hold the caller
 		// past its timeout.
-		res := committed{last: last, gen: gen, lazy: lazy, err: x.reg.store.Append(b)}
+		res := committed{last: last, gen: gen, err: x.reg.store.Append(b)}
 		x.onCommitted(ctx, &res)
 		return
 	}
@@ -459,7 +443,7 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 	self, store := ctx.Self(), x.reg.store
 	root := ctx.ActorSystem().Root
 	x.reg.workers.Go(func() {
-		res := committed{last: last, gen: gen, lazy: lazy, err: store.Append(b)}
+		res := committed{last: last, gen: gen, err: store.Append(b)}
 		x.lastAppend = res
 		x.io.Done()
 		root.Send(self, &res)
@@ -467,25 +451,13 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 }
 
 // takeBatch hands the queued writes over as one batch. It is called only
-// while no append is in flight, so every event after the written mark is
+// while no append is in flight, so every event after the durable mark is
 // pending, in order: the batch starts right after that mark. (A batch of
 // directory entries only has no events; its First is unused.)
 func (x *agentActor) takeBatch() persist.Batch {
-	b := persist.Batch{Agent: x.agentID, First: x.written + 1, Events: x.pending, Index: x.pendingKV}
+	b := persist.Batch{Agent: x.agentID, First: x.durable + 1, Events: x.pending, Index: x.pendingKV}
 	x.pending, x.pendingKV = nil, nil
 	return b
-}
-
-// wrote moves the marks past a successful append: a synced one makes every
-// append before it durable too.
-func (x *agentActor) wrote(m *committed) {
-	x.written, x.writtenGen = m.last, m.gen
-	if !m.lazy {
-		x.durable, x.durableGen = m.last, m.gen
-		x.unsyncedAt = time.Time{}
-	} else if x.unsyncedAt.IsZero() {
-		x.unsyncedAt = time.Now()
-	}
 }
 
 func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
@@ -494,8 +466,8 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 		x.fail(ctx, fmt.Errorf("append agent %s: %w: %w", x.agentID, m.err, ErrUnavailable))
 		return
 	}
-	x.wrote(m)
-	x.unpublish(x.writtenGen) // the store answers reads of them now
+	x.durable, x.durableGen = m.last, m.gen
+	x.unpublish(x.durableGen) // the store answers reads of them now
 	keep := x.waiters[:0]
 	for _, w := range x.waiters {
 		if w.gen <= x.durableGen {
@@ -657,12 +629,10 @@ func (x *agentActor) drain(ctx actor.Context) {
 		if x.lastAppend.err != nil {
 			x.broken = true
 		} else {
-			x.wrote(&x.lastAppend)
+			x.durable, x.durableGen = x.lastAppend.last, x.lastAppend.gen
 		}
 	}
 	if !x.broken && x.held == 0 && x.gen > x.durableGen {
-		// Not lazy, so it syncs lazy appends before it too, and with
-		// nothing queued it is only that sync.
 		gen := x.gen
 		if err := x.reg.store.Append(x.takeBatch()); err != nil {
 			x.broken = true

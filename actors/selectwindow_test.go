@@ -10,8 +10,8 @@ import (
 	"github.com/plaudit/plaudit/persist/pebblelog"
 )
 
-// Selections no request waits for are appended without waiting for their
-// sync (agentActor.lazyBatch). These tests crash a copy of a strict
+// Selections no request waits for wait to be appended (see
+// agentActor.maybeAppend). These tests crash a copy of a strict
 // in-memory filesystem, which keeps only what was synced, to see which runs
 // a crash would leave.
 
@@ -87,9 +87,9 @@ func TestWhatWaitsForDurabilityWaitsForTheSelectionsBeforeIt(t *testing.T) {
 			r := newRegistry(t, openStore(t, fs), func(c *Config) { c.SelectSyncWindow = time.Hour })
 			info, run := createAgentWithRun(t, r)
 			ids := selections(t, r, info, 20)
-			time.Sleep(20 * time.Millisecond) // their appends are done
+			time.Sleep(20 * time.Millisecond)
 			if n := durableRuns(t, fs, info.ID, ids); n == len(ids) {
-				t.Fatal("every selection was synced with nothing waiting for it: their appends are not lazy")
+				t.Fatal("every selection was synced with nothing waiting for it: they did not wait")
 			}
 			if err := tc.ask(r, info, run); err != nil {
 				t.Fatal(err)
@@ -101,9 +101,9 @@ func TestWhatWaitsForDurabilityWaitsForTheSelectionsBeforeIt(t *testing.T) {
 	}
 }
 
-// TestCloseSyncsLazySelections: a clean shutdown leaves every selection
+// TestCloseSyncsWaitingSelections: a clean shutdown leaves every selection
 // durable.
-func TestCloseSyncsLazySelections(t *testing.T) {
+func TestCloseSyncsWaitingSelections(t *testing.T) {
 	fs := vfs.NewCrashableMem()
 	store := openStore(t, fs)
 	r := New(Config{Store: store, Seed: 7, SelectSyncWindow: time.Hour})
@@ -115,5 +115,23 @@ func TestCloseSyncsLazySelections(t *testing.T) {
 	}
 	if n := durableRuns(t, fs, info.ID, ids); n != len(ids) {
 		t.Fatalf("%d of %d selections lost after a clean shutdown", len(ids)-n, len(ids))
+	}
+}
+
+// TestSelectionsThatKeepComingDoNotDelayTheOldest: the window runs from
+// the oldest selection waiting, so a stream of them, each sooner than the
+// window after the last, still leaves the first durable within it.
+func TestSelectionsThatKeepComingDoNotDelayTheOldest(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	r := newRegistry(t, openStore(t, fs), func(c *Config) { c.SelectSyncWindow = 30 * time.Millisecond })
+	info, _ := createAgentWithRun(t, r)
+	first := selections(t, r, info, 1)
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 1; durableRuns(t, fs, info.ID, first) == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first selection is not durable after %d more, each within 2 ms of the last", i)
+		}
+		selections(t, r, info, 1)
+		time.Sleep(2 * time.Millisecond)
 	}
 }

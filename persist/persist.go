@@ -87,11 +87,6 @@ type Batch struct {
 	// Index holds directory writes committed atomically with the events
 	// (for example run id → agent).
 	Index []KV
-	// Lazy lets Append return before the batch is synced: no caller waits
-	// for its durability. A later Append that is not lazy (an empty one
-	// included) returns only once it and every batch before it are
-	// durable. A store whose appends are always durable ignores it.
-	Lazy bool
 }
 
 // Recovered is an agent's durable state.

@@ -15,11 +15,10 @@ const (
 	commitAppend    commitKind = iota // an agent's events (Append)
 	commitSnapshot                    // a snapshot and the trim of the log it covers
 	commitDirectory                   // directory entries (Put, DeleteRange, and their unsynced forms) and recovery's repairs
-	commitSync                        // a sync of lazy appends (an empty Append that is not lazy)
 	numCommitKinds
 )
 
-var commitKindNames = [numCommitKinds]string{"append", "snapshot", "directory", "sync"}
+var commitKindNames = [numCommitKinds]string{"append", "snapshot", "directory"}
 
 // metrics are the store's instruments: its own synced commits, counted as
 // they happen (an array indexed by kind, two atomic adds and a histogram

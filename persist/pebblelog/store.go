@@ -100,10 +100,8 @@ func (s *Store) commit(kind commitKind, b *pebble.Batch, opts *pebble.WriteOptio
 	if f := s.failed.Load(); f != nil {
 		return *f
 	}
-	if kind != commitSync {
-		if err := s.space.admit(int64(b.Len())); err != nil {
-			return err
-		}
+	if err := s.space.admit(int64(b.Len())); err != nil {
+		return err
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -149,10 +147,7 @@ func (s *Store) Append(b persist.Batch) error {
 		size += 24 + 2 + len(kv.Key) + len(kv.Value)
 	}
 	if n == 0 && len(b.Index) == 0 {
-		if b.Lazy {
-			return nil
-		}
-		return s.syncLog(b.Agent)
+		return nil
 	}
 
 	s.mu.RLock()
@@ -188,32 +183,8 @@ func (s *Store) Append(b persist.Batch) error {
 	if err := s.addKVs(batch, b.Index); err != nil {
 		return err
 	}
-	opts := pebble.Sync
-	if b.Lazy {
-		opts = pebble.NoSync
-	}
-	if err := s.commit(commitAppend, batch, opts); err != nil {
+	if err := s.commit(commitAppend, batch, pebble.Sync); err != nil {
 		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
-	}
-	return nil
-}
-
-// syncLog makes every batch appended so far durable: a synced commit of an
-// empty log record, which syncs the WAL holding them. It writes nothing a
-// full disk would refuse.
-func (s *Store) syncLog(agent string) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return persist.ErrClosed
-	}
-	batch := s.db.NewBatch()
-	defer batch.Close()
-	if err := batch.LogData(nil, nil); err != nil {
-		return err
-	}
-	if err := s.commit(commitSync, batch, pebble.Sync); err != nil {
-		return fmt.Errorf("append: agent %s: sync: %w", agent, err)
 	}
 	return nil
 }

@@ -179,37 +179,3 @@ func cutPower(t *testing.T, fs *vfs.MemFS, s *Store) *Store {
 	t.Cleanup(func() { _ = reopened.Close() })
 	return reopened
 }
-
-// TestALazyAppendIsDurableOnceAnAppendThatIsNotLazyReturns: a lazy append
-// is readable at once and lost in a power cut; an empty append that is not
-// lazy returns only once it is durable.
-func TestALazyAppendIsDurableOnceAnAppendThatIsNotLazyReturns(t *testing.T) {
-	for _, synced := range []bool{false, true} {
-		fs := vfs.NewCrashableMem()
-		s, err := Open("db", Options{FS: fs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		appendN(t, s, "agt_t", 1, 2)
-		lazy := persisttest.Events("agt_t", 3, 2)
-		if err := s.Append(persist.Batch{Agent: "agt_t", First: 3, Events: lazy, Lazy: true}); err != nil {
-			t.Fatal(err)
-		}
-		if r, err := s.Load("agt_t"); err != nil || r.LastSeq != 4 {
-			t.Fatalf("Load after a lazy append: LastSeq %d, %v; want 4", r.LastSeq, err)
-		}
-		want := persisttest.Events("agt_t", 1, 2)
-		if synced {
-			if err := s.Append(persist.Batch{Agent: "agt_t", First: 5}); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, lazy...)
-		}
-		s = cutPower(t, fs, s)
-		r, err := s.Load("agt_t")
-		if err != nil {
-			t.Fatal(err)
-		}
-		persisttest.CheckTail(t, "agt_t", r.Tail, want)
-	}
-}
