@@ -332,7 +332,7 @@ func (x *agentActor) attach(ctx actor.Context, q *request) {
 func (x *agentActor) answerEarly(ctx actor.Context, q *request, kvs []persist.KV) {
 	for _, kv := range kvs {
 		k := string(kv.Key)
-		x.reg.pendingIdx.Store(k, kv.Value)
+		x.reg.pendingIdx.put(k, kv.Value)
 		x.published = append(x.published, publishedKV{gen: x.gen, key: k})
 	}
 	x.respond(q, nil)
@@ -345,7 +345,7 @@ func (x *agentActor) unpublish(upToGen uint64) {
 	keep := x.published[:0]
 	for _, p := range x.published {
 		if p.gen <= upToGen {
-			x.reg.pendingIdx.Delete(p.key)
+			x.reg.pendingIdx.drop(p.key)
 		} else {
 			keep = append(keep, p)
 		}

@@ -158,8 +158,8 @@ func (r *Registry) fixedGet(key []byte) ([]byte, error) {
 	if v, ok := r.fixed.Get(key); ok {
 		return v, nil
 	}
-	if v, ok := r.pendingIdx.Load(string(key)); ok {
-		return v.([]byte), nil
+	if v, ok := r.pendingIdx.get(key); ok {
+		return v, nil
 	}
 	v, err := r.store.Get(key)
 	if err == nil {
@@ -171,8 +171,8 @@ func (r *Registry) fixedGet(key []byte) ([]byte, error) {
 // dirGet reads a directory key, including entries published ahead of their
 // append by the selection fast path.
 func (r *Registry) dirGet(key []byte) ([]byte, error) {
-	if v, ok := r.pendingIdx.Load(string(key)); ok {
-		return v.([]byte), nil
+	if v, ok := r.pendingIdx.get(key); ok {
+		return v, nil
 	}
 	return r.store.Get(key)
 }

@@ -112,8 +112,8 @@ type Registry struct {
 	externalIDs reservations
 
 	// pendingIdx holds directory entries of runs answered before their
-	// append landed (string key → value), so lookups find them meanwhile.
-	pendingIdx sync.Map
+	// append landed, so lookups find them meanwhile.
+	pendingIdx *pendingIndex
 
 	agentInfos sync.Map // agent directory key → engine.AgentInfo, immutable once created
 	// fixed caches directory values that never change once durable: a
@@ -149,11 +149,12 @@ type entry struct {
 func New(cfg Config) *Registry {
 	cfg.defaults()
 	r := &Registry{
-		cfg:     cfg,
-		store:   cfg.Store,
-		system:  actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
-		workers: warm.New(4),
-		fixed:   fixed.New[[]byte](),
+		cfg:        cfg,
+		store:      cfg.Store,
+		system:     actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return cfg.Logger })),
+		workers:    warm.New(4),
+		fixed:      fixed.New[[]byte](),
+		pendingIdx: newPendingIndex(),
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}
