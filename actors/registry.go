@@ -58,7 +58,8 @@ type Config struct {
 	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
 	// SelectSyncWindow is how long selections no request waits for may
-	// wait to be appended, synced (see agentActor.maybeAppend); default 5 ms.
+	// wait to be appended, synced (see agentActor.maybeAppend); default
+	// 5 ms; negative, they are appended at once.
 	SelectSyncWindow time.Duration
 	// Serves, in a cluster, reports whether this node serves an agent now
 	// (it owns the agent's partition). An agent it does not serve gets no
@@ -83,7 +84,7 @@ func (c *Config) defaults() {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
 	}
-	if c.SelectSyncWindow <= 0 {
+	if c.SelectSyncWindow == 0 {
 		c.SelectSyncWindow = 5 * time.Millisecond
 	}
 	if c.Now == nil {

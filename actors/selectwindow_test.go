@@ -135,3 +135,19 @@ func TestSelectionsThatKeepComingDoNotDelayTheOldest(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestANegativeWindowIsKept: a negative window (a cluster node's) means
+// selections are appended at once, not the default window.
+func TestANegativeWindowIsKept(t *testing.T) {
+	for _, tc := range []struct{ set, want time.Duration }{
+		{0, 5 * time.Millisecond},
+		{-1, -1},
+		{time.Second, time.Second},
+	} {
+		c := Config{SelectSyncWindow: tc.set}
+		c.defaults()
+		if c.SelectSyncWindow != tc.want {
+			t.Errorf("SelectSyncWindow %v after defaults: %v, want %v", tc.set, c.SelectSyncWindow, tc.want)
+		}
+	}
+}
