@@ -67,6 +67,7 @@ type agentActor struct {
 	gen        uint64   // write generations queued: one per enqueue of events or directory entries
 	durableGen uint64   // last generation known synced
 	pending    [][]byte // encoded events applied but not yet handed to the log
+	pendingBuf []byte   // the chunk pending's newest events are in
 	pendingKV  []persist.KV
 	queuedAt   time.Time // when the oldest of pending and pendingKV was queued
 	writeArmed bool      // a writeTurn is on its way
@@ -361,7 +362,21 @@ func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.
 		x.queuedAt = time.Now()
 	}
 	for _, ev := range events {
-		b := engine.AppendEvent(nil, ev)
+		// A batch's events are encoded one after another into chunks:
+		// encoded each into a buffer of its own, grown from nothing, an
+		// event took five allocations. A chunk is never copied to grow
+		// (but when one event outgrows it), since a new one is started
+		// when little room is left; the encoded bytes never change.
+		if cap(x.pendingBuf)-len(x.pendingBuf) < eventRoom {
+			size := firstChunk
+			if x.pendingBuf != nil {
+				size = chunk
+			}
+			x.pendingBuf = make([]byte, 0, size)
+		}
+		start := len(x.pendingBuf)
+		x.pendingBuf = engine.AppendEvent(x.pendingBuf, ev)
+		b := x.pendingBuf[start:len(x.pendingBuf):len(x.pendingBuf)]
 		x.pending = append(x.pending, b)
 		x.pendingKV = append(x.pendingKV, indexFor(x.agent.Info().Workspace, ev, b)...)
 	}
@@ -456,9 +471,18 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 // directory entries only has no events; its First is unused.)
 func (x *agentActor) takeBatch() persist.Batch {
 	b := persist.Batch{Agent: x.agentID, First: x.durable + 1, Events: x.pending, Index: x.pendingKV}
-	x.pending, x.pendingKV = nil, nil
+	x.pending, x.pendingBuf, x.pendingKV = nil, nil, nil
 	return b
 }
+
+// A batch's first chunk of encoded events holds a few of the usual size
+// (a lone write's batch holds one), the next ones many; a chunk with less
+// than eventRoom left is not written to.
+const (
+	firstChunk = 512
+	chunk      = 8 << 10
+	eventRoom  = 256
+)
 
 func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	x.appending = false
