@@ -57,9 +57,9 @@ type Config struct {
 	// write. Off, a new run is answered as soon as it is decided (see
 	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
-	// SelectSyncWindow is how long selections no request waits for may
-	// wait to be appended, synced (see agentActor.maybeAppend); default
-	// 5 ms; negative, they are appended at once.
+	// SelectSyncWindow is how long writes that no request waits for
+	// (selections) may wait before they are appended and synced (see
+	// agentActor.maybeAppend): default 5 ms; negative, no wait.
 	SelectSyncWindow time.Duration
 	// Serves, in a cluster, reports whether this node serves an agent now
 	// (it owns the agent's partition). An agent it does not serve gets no
