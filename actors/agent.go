@@ -421,7 +421,11 @@ func (x *agentActor) maybeAppend(ctx actor.Context) {
 	if x.appending || x.held > 0 || x.gen <= x.durableGen {
 		return
 	}
-	if wait := x.reg.cfg.SelectSyncWindow - time.Since(x.queuedAt); len(x.waiters) == 0 && wait > 0 {
+	if len(x.waiters) > 0 {
+		x.startAppend(ctx)
+		return
+	}
+	if wait := x.reg.cfg.SelectSyncWindow - time.Since(x.queuedAt); wait > 0 {
 		if !x.writeArmed {
 			x.writeArmed = true
 			self, root := ctx.Self(), ctx.ActorSystem().Root

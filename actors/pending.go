@@ -9,7 +9,9 @@ import (
 // (see agentActor.answerEarly), for lookups from every door meanwhile. Each
 // selection stores and then deletes one or two entries: a map per shard
 // under a mutex does it without the allocations a sync.Map makes (the key
-// and the value boxed, a node per entry), two of a selection's 38.
+// and the value boxed, a node per entry), three of a selection's 36. It is
+// not a fixed.Cache: an entry must stay until its append lands, never be
+// evicted.
 type pendingIndex struct {
 	seed   maphash.Seed
 	shards [16]pendingShard
