@@ -14,7 +14,7 @@ type Agent struct {
 	created bool
 
 	runs          map[string]int32 // run id → index in runList
-	runList       []*Run           // creation order
+	runList       chunked[*Run]    // creation order
 	runByExternal map[string]int32 // external id → index in runList
 	// sessionLatest is, per session, the finished run with the latest finished_at.
 	sessionLatest map[string]int32    // → index in runList
@@ -25,8 +25,8 @@ type Agent struct {
 	objectives []ObjectiveVersion // objectives[i].Version == i+1
 
 	variations    map[string]*Variation
-	variationList []*Variation // creation order
-	feedback      []Feedback   // append order
+	variationList []*Variation      // creation order
+	feedback      chunked[Feedback] // append order
 
 	reports    map[reportKey]*Report // standing reports by (run, scorer, turn)
 	runReports map[string][]*Report  // run id → its reports, first-made order
@@ -102,9 +102,9 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		a.created = true
 	case RunCreated:
 		r := e.Run
-		i := int32(len(a.runList))
+		i := int32(a.runList.Len())
 		a.runs[r.ID] = i
-		a.runList = append(a.runList, &r)
+		a.runList.Append(&r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
 			a.runByExternal[r.ExternalID] = i
@@ -173,8 +173,8 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 // of the moment it was taken (see Snapshot), and a run's claims and traces
 // only grow, so the copy's appends never show in the slices the view holds.
 func (a *Agent) replaceRun(i int) *Run {
-	r := *a.runList[i]
-	a.runList[i] = &r
+	r := **a.runList.At(i)
+	*a.runList.At(i) = &r
 	return &r
 }
 
@@ -186,7 +186,7 @@ func (a *Agent) noteSessionFinish(r *Run, i int) {
 		return
 	}
 	if j, ok := a.sessionLatest[r.SessionID]; ok {
-		cur := a.runList[j]
+		cur := *a.runList.At(int(j))
 		if !r.FinishedAt.After(cur.FinishedAt) && !(r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
 			return
 		}

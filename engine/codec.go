@@ -120,9 +120,9 @@ func AppendState(dst []byte, s State) []byte {
 	for _, v := range s.Variations {
 		w.variation(v)
 	}
-	w.uvarint(uint64(len(s.Feedback)))
-	for _, fb := range s.Feedback {
-		w.feedback(fb)
+	w.uvarint(uint64(s.Feedback.Len()))
+	for _, fb := range s.Feedback.All {
+		w.feedback(*fb)
 	}
 	w.uvarint(uint64(len(s.Reports)))
 	for _, rep := range s.Reports {
@@ -180,7 +180,7 @@ func DecodeState(b []byte) (State, error) {
 		s.Variations = append(s.Variations, r.variation())
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Feedback = append(s.Feedback, r.feedback())
+		s.Feedback.Append(r.feedback())
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Reports = append(s.Reports, r.report())

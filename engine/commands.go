@@ -366,7 +366,7 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 		if !ok {
 			return SignalResult{}, nil, fmt.Errorf("session %s has no finished run: %w", c.SessionID, ErrNotFound)
 		}
-		runID = a.runList[i].ID
+		runID = (*a.runList.At(int(i))).ID
 	}
 	at := c.OccurredAt
 	if at.IsZero() {
@@ -404,7 +404,7 @@ func (a *Agent) runIndex(runID string) (*Run, int, error) {
 // is no such run.
 func (a *Agent) find(runID string) (*Run, int) {
 	if i, ok := a.runs[runID]; ok {
-		return a.runList[i], int(i)
+		return *a.runList.At(int(i)), int(i)
 	}
 	return nil, -1
 }

@@ -53,8 +53,8 @@ type VariationSelections struct {
 // costs; without, they stay nil and 0 and the rest is a count.
 func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bucket time.Duration, rewards bool) Overview {
 	ov, _ := a.Objective(-1) // the current version always exists
-	o := Overview{Seq: a.seq, ObjectiveVersion: ov.Version, Runs: len(a.runList), RunsSince: make([]int, len(windows)),
-		Feedback: len(a.feedback), Bucket: bucket}
+	o := Overview{Seq: a.seq, ObjectiveVersion: ov.Version, Runs: a.runList.Len(), RunsSince: make([]int, len(windows)),
+		Feedback: a.feedback.Len(), Bucket: bucket}
 	end := now.Truncate(bucket).Add(bucket)
 	o.Start = end.Add(-time.Duration(buckets) * bucket)
 	col := make(map[string]int, len(a.variationList))
@@ -67,7 +67,7 @@ func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bu
 	var arena objective.Arena
 	var sum float64
 	var n int
-	for i, r := range a.runList {
+	for i, r := range a.runList.Values {
 		at, ok := version[r.Version]
 		if !ok {
 			at = len(o.Versions)

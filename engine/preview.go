@@ -104,7 +104,7 @@ func (a *Agent) StartPreview(c PreviewObjective, now time.Time) (*Preview, error
 	if c.Version != nil {
 		label = *c.Version
 	}
-	p := &Preview{a: a, seq: a.seq, runs: len(a.runList), now: now, version: c.Version, draft: draft, current: cur,
+	p := &Preview{a: a, seq: a.seq, runs: a.runList.Len(), now: now, version: c.Version, draft: draft, current: cur,
 		draftSum: objective.NewSummarizer(label, draft.Version, draft.Definition.Bounds, limit),
 		curSum:   objective.NewSummarizer(label, cur.Version, cur.Definition.Bounds, limit),
 		limit:    limit}
@@ -126,7 +126,7 @@ func (p *Preview) Step(budget int) (done bool) {
 	for p.next < p.runs && spent < budget {
 		i := p.next
 		p.next++
-		r := a.runList[i]
+		r := *a.runList.At(i)
 		if p.version != nil && r.Version != *p.version {
 			spent++
 			continue
@@ -176,7 +176,7 @@ func (p *Preview) gather(i int, r *Run, buf []objective.Signal) []objective.Sign
 // upTo cuts a receipt-ordered index list to the signals recorded by the start.
 func (p *Preview) upTo(idx []int32) []int32 {
 	n, _ := slices.BinarySearchFunc(idx, p.seq, func(j int32, seq uint64) int {
-		return cmp.Compare(p.a.signals.recs[j].seq, seq+1)
+		return cmp.Compare(p.a.signals.recs.At(int(j)).seq, seq+1)
 	})
 	return idx[:n]
 }

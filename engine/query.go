@@ -21,7 +21,7 @@ func (a *Agent) Run(runID string) (Run, error) {
 // RunByExternalID returns the run with that external id.
 func (a *Agent) RunByExternalID(ext string) (Run, error) {
 	if i, ok := a.runByExternal[ext]; ok {
-		return a.runView(a.runList[i]), nil
+		return a.runView(*a.runList.At(int(i))), nil
 	}
 	return Run{}, fmt.Errorf("run external_id %s: %w", field.Quote(ext), ErrNotFound)
 }
@@ -101,7 +101,7 @@ func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Rewa
 
 // rewardIn is reward with its results cut from arena.
 func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now time.Time) objective.Reward {
-	r := a.runList[i]
+	r := *a.runList.At(i)
 	buf := a.scratch
 	n := len(a.signals.ofRun(i)) + len(a.runReports[r.ID])
 	for _, cl := range r.Claims {

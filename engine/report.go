@@ -143,9 +143,9 @@ func (a *Agent) Reports(runID string) ([]Report, error) {
 // Feedback lists a run's feedback records in append order.
 func (a *Agent) RunFeedback(runID string) []Feedback {
 	var out []Feedback
-	for _, fb := range a.feedback {
+	for _, fb := range a.feedback.All {
 		if fb.RunID == runID {
-			out = append(out, fb)
+			out = append(out, *fb)
 		}
 	}
 	return out

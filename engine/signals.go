@@ -39,16 +39,16 @@ import (
 // The zero SignalLog is empty. A view (see view) is an immutable copy that
 // reads the same slices and has no indexes.
 type SignalLog struct {
-	recs      []signalRecord
+	recs      chunked[signalRecord]
 	names     []string // names[0] == ""
-	runIDs    []string
+	runIDs    chunked[string]
 	dedupKeys []string
 	oddIDs    []oddID // ascending at
 	farTimes  []time.Time
 
 	// The indexes: the maps are made at the first signal; a view has none.
 	nameIndex     map[string]uint32
-	runSignals    [][]int32          // run index → indexes into recs
+	runSignals    chunked[[]int32]   // run index → indexes into recs
 	objectSignals map[uint32][]int32 // object name → indexes into recs
 	dedup         map[string]int32   // dedup key → index into recs
 }
@@ -83,23 +83,24 @@ const (
 
 // addRun makes the next run known: runs are numbered in creation order.
 func (l *SignalLog) addRun(runID string) {
-	l.runIDs = append(l.runIDs, runID)
-	l.runSignals = append(l.runSignals, nil)
+	l.runIDs.Append(runID)
+	l.runSignals.Append(nil)
 }
 
 // add appends s. run is the number of s.RunID (see addRun), or -1 when s
 // has no run; the caller resolves it, as it knows the runs by id already.
 func (l *SignalLog) add(s Signal, run int) {
-	if (run < 0) != (s.RunID == "") || run >= 0 && l.runIDs[run] != s.RunID {
+	if (run < 0) != (s.RunID == "") || run >= 0 && *l.runIDs.At(run) != s.RunID {
 		panic(fmt.Sprintf("engine: signal %s of run %s numbered %d", s.ID, s.RunID, run))
 	}
 	l.init()
-	i := int32(len(l.recs))
+	i := int32(l.recs.Len())
 	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.intern(s.Kind), session: l.intern(s.SessionID),
 		object: l.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
 	if run >= 0 {
 		rec.run = uint32(run) + 1
-		l.runSignals[run] = append(l.runSignals[run], i)
+		idx := l.runSignals.At(run)
+		*idx = append(*idx, i)
 	}
 	if u, ok := id.Parse(id.Signal, s.ID); ok && !u.IsZero() {
 		rec.id = u
@@ -114,7 +115,7 @@ func (l *SignalLog) add(s Signal, run int) {
 		rec.dedup = uint32(len(l.dedupKeys))
 		l.dedup[s.DedupKey] = i
 	}
-	l.recs = append(l.recs, rec)
+	l.recs.Append(rec)
 }
 
 func (l *SignalLog) init() {
@@ -159,11 +160,11 @@ func (l *SignalLog) time(s stamp) time.Time {
 }
 
 // Len is the number of signals.
-func (l *SignalLog) Len() int { return len(l.recs) }
+func (l *SignalLog) Len() int { return l.recs.Len() }
 
 // At returns signal i, in receipt order.
 func (l *SignalLog) At(i int) Signal {
-	rec := &l.recs[i]
+	rec := l.recs.At(i)
 	s := Signal{Kind: l.names[rec.kind], Value: rec.value, SessionID: l.names[rec.session], Object: l.names[rec.object],
 		OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq}
 	if rec.id.IsZero() {
@@ -173,7 +174,7 @@ func (l *SignalLog) At(i int) Signal {
 		s.ID = id.Format(id.Signal, rec.id)
 	}
 	if rec.run != 0 {
-		s.RunID = l.runIDs[rec.run-1]
+		s.RunID = *l.runIDs.At(int(rec.run) - 1)
 	}
 	if rec.dedup != 0 {
 		s.DedupKey = l.dedupKeys[rec.dedup-1]
@@ -184,7 +185,7 @@ func (l *SignalLog) At(i int) Signal {
 // All yields every signal in receipt order.
 func (l *SignalLog) All() iter.Seq[Signal] {
 	return func(yield func(Signal) bool) {
-		for i := range l.recs {
+		for i := range l.recs.Len() {
 			if !yield(l.At(i)) {
 				return
 			}
@@ -195,7 +196,7 @@ func (l *SignalLog) All() iter.Seq[Signal] {
 // view is an immutable copy: its slices are capped prefixes of append-only
 // slices, so later appends never show, and it has no indexes.
 func (l *SignalLog) view() SignalLog {
-	return SignalLog{recs: capped(l.recs), names: capped(l.names), runIDs: capped(l.runIDs),
+	return SignalLog{recs: l.recs.view(), names: capped(l.names), runIDs: l.runIDs.view(),
 		dedupKeys: capped(l.dedupKeys), oddIDs: capped(l.oddIDs), farTimes: capped(l.farTimes)}
 }
 
@@ -208,7 +209,7 @@ func (l *SignalLog) byDedupKey(key string) (int, bool) {
 }
 
 // ofRun lists the signals sent to run number run by id or session.
-func (l *SignalLog) ofRun(run int) []int32 { return l.runSignals[run] }
+func (l *SignalLog) ofRun(run int) []int32 { return *l.runSignals.At(run) }
 
 // ofObject lists the signals sent to an object.
 func (l *SignalLog) ofObject(object string) []int32 {
@@ -221,7 +222,7 @@ func (l *SignalLog) ofObject(object string) []int32 {
 // appendObjective appends the signals at idx as the objective reads them.
 func (l *SignalLog) appendObjective(buf []objective.Signal, idx []int32) []objective.Signal {
 	for _, i := range idx {
-		rec := &l.recs[i]
+		rec := l.recs.At(int(i))
 		buf = append(buf, objective.Signal{Kind: l.names[rec.kind], Value: rec.value,
 			OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq})
 	}

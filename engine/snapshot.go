@@ -18,7 +18,7 @@ type State struct {
 	Signals    SignalLog
 	Objectives []ObjectiveVersion
 	Variations []Variation
-	Feedback   []Feedback
+	Feedback   chunked[Feedback]
 	Reports    []Report
 	Seq        uint64
 }
@@ -30,14 +30,24 @@ func (a *Agent) Snapshot() State {
 	return State{
 		Info:       a.info,
 		Created:    a.created,
-		Runs:       slices.Clone(a.runList),
+		Runs:       a.runPointers(),
 		Signals:    a.signals.view(),
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
 		Variations: a.Variations(),
-		Feedback:   a.feedback[:len(a.feedback):len(a.feedback)],
+		Feedback:   a.feedback.view(),
 		Reports:    a.allReports(),
 		Seq:        a.seq,
 	}
+}
+
+// runPointers copies the run list: a changed run gets a new pointer in its
+// place (replaceRun), and a view keeps the ones of its moment.
+func (a *Agent) runPointers() []*Run {
+	out := make([]*Run, a.runList.Len())
+	for i, r := range a.runList.Values {
+		out[i] = r
+	}
+	return out
 }
 
 // Restore rebuilds an agent from a snapshot view. It has no code of its own
@@ -118,8 +128,8 @@ func (s State) events(yield func(seqEvent) bool) {
 		sig := s.Signals.At(i)
 		add(sig.Seq, SignalRecorded{Signal: sig})
 	}
-	for _, fb := range s.Feedback {
-		add(0, FeedbackRecorded{Feedback: fb})
+	for _, fb := range s.Feedback.All {
+		add(0, FeedbackRecorded{Feedback: *fb})
 	}
 	for _, rep := range s.Reports {
 		add(rep.Seq, ReportRecorded{Report: rep})
@@ -142,7 +152,7 @@ func (a *Agent) allReports() []Report {
 	}
 	slices.Sort(withReports)
 	for _, i := range withReports {
-		for _, p := range a.runReports[a.runList[i].ID] {
+		for _, p := range a.runReports[(*a.runList.At(int(i))).ID] {
 			out = append(out, *p)
 		}
 	}

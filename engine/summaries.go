@@ -118,13 +118,13 @@ func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until ti
 // versionSummary takes the view of version's runs under ov, read at now.
 func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Time) *VersionSummary {
 	n := 0
-	for _, r := range a.runList {
+	for _, r := range a.runList.Values {
 		if r.Version == key.version {
 			n++
 		}
 	}
 	s := &VersionSummary{key: key, def: ov.Definition, from: now, signals: a.signals.view(), runs: make([]summaryRun, 0, n)}
-	for i, r := range a.runList {
+	for i, r := range a.runList.Values {
 		if r.Version != key.version {
 			continue
 		}

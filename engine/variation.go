@@ -84,7 +84,7 @@ func (a *Agent) CreateVariation(c CreateVariation, now time.Time, rnd *rand.Rand
 // run's variation and appends a feedback signal to the run.
 func (a *Agent) RecordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) (Feedback, []Event, error) {
 	return execute(a, func() ([]Event, error) { return a.recordFeedback(c, now.UTC(), rnd) },
-		func() Feedback { return a.feedback[len(a.feedback)-1] })
+		func() Feedback { return *a.feedback.At(a.feedback.Len() - 1) })
 }
 
 func (a *Agent) createVariation(c CreateVariation, now time.Time, rnd *rand.Rand) (string, []Event, error) {
@@ -129,7 +129,7 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 // applyFeedback updates the posterior as seed 004 says: a positive score adds
 // its magnitude to α, a negative one to β, zero or none adds 0.5 to both.
 func (a *Agent) applyFeedback(fb Feedback) {
-	a.feedback = append(a.feedback, fb)
+	a.feedback.Append(fb)
 	v := a.variations[fb.VariationID]
 	if v == nil {
 		return
@@ -242,13 +242,13 @@ func (f FeedbackFilter) match(fb *Feedback) bool {
 // for the following page, 0 when there is none. Positions count records in
 // append order from 1, so a cursor stays valid as new feedback arrives.
 func (a *Agent) ListFeedback(f FeedbackFilter, before, limit int) (items []Feedback, next int) {
-	i := len(a.feedback)
+	i := a.feedback.Len()
 	if before > 0 && before-1 < i {
 		i = before - 1
 	}
 	for i > 0 {
 		i--
-		fb := &a.feedback[i]
+		fb := a.feedback.At(i)
 		if !f.match(fb) {
 			continue
 		}
