@@ -36,13 +36,14 @@ import (
 // 160 bytes before its strings, with eight pointers (six strings, two
 // times' locations) the collector scans on every cycle.
 //
-// The zero SignalLog is empty. A view (see view) is an immutable copy that
-// reads the same slices and has no indexes.
+// What grows with the history is kept in blocks (chunked), so an append
+// never copies it. The zero SignalLog is empty. A view (see view) is an
+// immutable copy that reads the same blocks and has no indexes.
 type SignalLog struct {
 	recs      chunked[signalRecord]
-	names     []string // names[0] == ""
+	names     chunked[string] // names.At(0) is ""
 	runIDs    chunked[string]
-	dedupKeys []string
+	dedupKeys chunked[string]
 	oddIDs    []oddID // ascending at
 	farTimes  []time.Time
 
@@ -111,8 +112,8 @@ func (l *SignalLog) add(s Signal, run int) {
 		l.objectSignals[rec.object] = append(l.objectSignals[rec.object], i)
 	}
 	if s.DedupKey != "" {
-		l.dedupKeys = append(l.dedupKeys, s.DedupKey)
-		rec.dedup = uint32(len(l.dedupKeys))
+		l.dedupKeys.Append(s.DedupKey)
+		rec.dedup = uint32(l.dedupKeys.Len())
 		l.dedup[s.DedupKey] = i
 	}
 	l.recs.Append(rec)
@@ -122,7 +123,7 @@ func (l *SignalLog) init() {
 	if l.nameIndex != nil {
 		return
 	}
-	l.names = []string{""}
+	l.names.Append("")
 	l.nameIndex = map[string]uint32{"": 0}
 	l.objectSignals = map[uint32][]int32{}
 	l.dedup = map[string]int32{}
@@ -132,11 +133,13 @@ func (l *SignalLog) intern(s string) uint32 {
 	if n, ok := l.nameIndex[s]; ok {
 		return n
 	}
-	n := uint32(len(l.names))
-	l.names = append(l.names, s)
+	n := uint32(l.names.Len())
+	l.names.Append(s)
 	l.nameIndex[s] = n
 	return n
 }
+
+func (l *SignalLog) name(n uint32) string { return *l.names.At(int(n)) }
 
 func (l *SignalLog) stamp(t time.Time) stamp {
 	if t.IsZero() {
@@ -165,7 +168,7 @@ func (l *SignalLog) Len() int { return l.recs.Len() }
 // At returns signal i, in receipt order.
 func (l *SignalLog) At(i int) Signal {
 	rec := l.recs.At(i)
-	s := Signal{Kind: l.names[rec.kind], Value: rec.value, SessionID: l.names[rec.session], Object: l.names[rec.object],
+	s := Signal{Kind: l.name(rec.kind), Value: rec.value, SessionID: l.name(rec.session), Object: l.name(rec.object),
 		OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq}
 	if rec.id.IsZero() {
 		k, _ := slices.BinarySearchFunc(l.oddIDs, int32(i), func(o oddID, at int32) int { return int(o.at - at) })
@@ -177,7 +180,7 @@ func (l *SignalLog) At(i int) Signal {
 		s.RunID = *l.runIDs.At(int(rec.run) - 1)
 	}
 	if rec.dedup != 0 {
-		s.DedupKey = l.dedupKeys[rec.dedup-1]
+		s.DedupKey = *l.dedupKeys.At(int(rec.dedup) - 1)
 	}
 	return s
 }
@@ -196,8 +199,8 @@ func (l *SignalLog) All() iter.Seq[Signal] {
 // view is an immutable copy: its slices are capped prefixes of append-only
 // slices, so later appends never show, and it has no indexes.
 func (l *SignalLog) view() SignalLog {
-	return SignalLog{recs: l.recs.view(), names: capped(l.names), runIDs: l.runIDs.view(),
-		dedupKeys: capped(l.dedupKeys), oddIDs: capped(l.oddIDs), farTimes: capped(l.farTimes)}
+	return SignalLog{recs: l.recs.view(), names: l.names.view(), runIDs: l.runIDs.view(),
+		dedupKeys: l.dedupKeys.view(), oddIDs: capped(l.oddIDs), farTimes: capped(l.farTimes)}
 }
 
 func capped[S ~[]E, E any](s S) S { return s[:len(s):len(s)] }
@@ -223,7 +226,7 @@ func (l *SignalLog) ofObject(object string) []int32 {
 func (l *SignalLog) appendObjective(buf []objective.Signal, idx []int32) []objective.Signal {
 	for _, i := range idx {
 		rec := l.recs.At(int(i))
-		buf = append(buf, objective.Signal{Kind: l.names[rec.kind], Value: rec.value,
+		buf = append(buf, objective.Signal{Kind: l.name(rec.kind), Value: rec.value,
 			OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq})
 	}
 	return buf
