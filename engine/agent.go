@@ -25,8 +25,8 @@ type Agent struct {
 	objectives []ObjectiveVersion // objectives[i].Version == i+1
 
 	variations    map[string]*Variation
-	variationList []*Variation      // creation order
-	feedback      chunked[Feedback] // append order
+	variationList []*Variation // creation order
+	feedback      feedbackLog  // append order
 
 	reports    map[reportKey]*Report // standing reports by (run, scorer, turn)
 	runReports map[string][]*Report  // run id → its reports, first-made order

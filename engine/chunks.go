@@ -11,8 +11,7 @@ package engine
 // A view (see view) shares the blocks, so it is taken only of a sequence
 // whose items are never overwritten in place.
 type chunked[T any] struct {
-	blocks [][]T
-	n      int
+	blocks [][]T // all full but the last, which is not empty
 }
 
 // chunkLen is a block's length: a power of two, so At is a shift and a
@@ -21,11 +20,17 @@ type chunked[T any] struct {
 const chunkLen = 1 << 10
 
 // Len is the number of items.
-func (c *chunked[T]) Len() int { return c.n }
+func (c *chunked[T]) Len() int {
+	k := len(c.blocks)
+	if k == 0 {
+		return 0
+	}
+	return (k-1)*chunkLen + len(c.blocks[k-1])
+}
 
 // At returns item i; the pointer is valid until the next Append.
 func (c *chunked[T]) At(i int) *T {
-	if uint(i) >= uint(c.n) {
+	if uint(i) >= uint(c.Len()) {
 		panic("engine: chunked index out of range")
 	}
 	return &c.blocks[i/chunkLen][i%chunkLen]
@@ -49,20 +54,6 @@ func (c *chunked[T]) Append(v T) {
 		b = grown
 	}
 	c.blocks[k-1] = append(b, v)
-	c.n++
-}
-
-// All yields every item with its index, in order.
-func (c *chunked[T]) All(yield func(int, *T) bool) {
-	i := 0
-	for _, b := range c.blocks {
-		for j := range b {
-			if !yield(i, &b[j]) {
-				return
-			}
-			i++
-		}
-	}
 }
 
 // Values yields every item with its index, in order, by value.
@@ -82,7 +73,7 @@ func (c *chunked[T]) Values(yield func(int, T) bool) {
 // the last capped at its length, so an item appended after it lands beyond
 // what it reads (and an append to the view itself copies that block).
 func (c *chunked[T]) view() chunked[T] {
-	v := chunked[T]{blocks: make([][]T, len(c.blocks)), n: c.n}
+	v := chunked[T]{blocks: make([][]T, len(c.blocks))}
 	copy(v.blocks, c.blocks)
 	if k := len(v.blocks); k > 0 {
 		v.blocks[k-1] = capped(v.blocks[k-1])

@@ -121,8 +121,8 @@ func AppendState(dst []byte, s State) []byte {
 		w.variation(v)
 	}
 	w.uvarint(uint64(s.Feedback.Len()))
-	for _, fb := range s.Feedback.All {
-		w.feedback(*fb)
+	for i := range s.Feedback.Len() {
+		w.feedback(s.Feedback.at(i, &s.Signals))
 	}
 	w.uvarint(uint64(len(s.Reports)))
 	for _, rep := range s.Reports {
@@ -180,8 +180,14 @@ func DecodeState(b []byte) (State, error) {
 		s.Variations = append(s.Variations, r.variation())
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Feedback.Append(r.feedback())
+		fb := r.feedback()
+		run, ok := runs[fb.RunID]
+		if !ok {
+			run = -1
+		}
+		s.Feedback.add(fb, run, &s.Signals)
 	}
+	s.Feedback = s.Feedback.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Reports = append(s.Reports, r.report())
 	}

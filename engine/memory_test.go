@@ -77,6 +77,44 @@ func heapSignals(tb testing.TB, shape memoryShape) float64 {
 	return float64(after-before) / float64(shape.signals)
 }
 
+// heapFeedback records n feedback records (a score each, one in five with a
+// comment) over runs runs into an agent that already has its runs and two
+// variations, and returns the heap bytes they added, per record: the record
+// and the feedback signal each one appends to its run.
+func heapFeedback(tb testing.TB, n, runs int) float64 {
+	tb.Helper()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a := NewAgent()
+	exec := func(cmd any) any {
+		res, _, err := executeAny(a, cmd, now, rnd)
+		if err != nil {
+			tb.Fatalf("%T: %v", cmd, err)
+		}
+		return res
+	}
+	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
+	exec(CreateVariation{Name: "short"})
+	exec(CreateVariation{Name: "long"})
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = exec(CreateRun{Version: "3"}).(CreatedRun).Run.ID
+	}
+	before := liveHeap()
+	for i := range n {
+		now = now.Add(time.Millisecond)
+		score := float64(i%3) - 1
+		c := RecordFeedback{RunID: strings.Clone(ids[i%runs]), Score: &score}
+		if i%5 == 0 {
+			c.Comment = fmt.Sprintf("answer %d was fine", i)
+		}
+		exec(c)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(a)
+	return float64(after-before) / float64(n)
+}
+
 // heapIdleAgents returns the heap bytes of one created agent with nothing
 // in it, averaged over n.
 func heapIdleAgents(tb testing.TB, n int) float64 {
@@ -105,14 +143,17 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkSignalMemory reports the heap bytes per stored signal (100k
-// signals over 1,000 runs) and per idle agent. The time per op is not the
+// signals over 1,000 runs), per feedback record (100k over 1,000 runs) and
+// per idle agent. The time per op is not the
 // figure: it is the whole build.
 func BenchmarkSignalMemory(b *testing.B) {
-	var perSignal, perAgent float64
+	var perSignal, perFeedback, perAgent float64
 	for b.Loop() {
 		perSignal = heapSignals(b, memoryShape{signals: 100_000, runs: 1_000})
+		perFeedback = heapFeedback(b, 100_000, 1_000)
 		perAgent = heapIdleAgents(b, 10_000)
 	}
 	b.ReportMetric(perSignal, "B/signal")
+	b.ReportMetric(perFeedback, "B/feedback")
 	b.ReportMetric(perAgent, "B/idle-agent")
 }

@@ -143,9 +143,13 @@ func (a *Agent) Reports(runID string) ([]Report, error) {
 // Feedback lists a run's feedback records in append order.
 func (a *Agent) RunFeedback(runID string) []Feedback {
 	var out []Feedback
-	for _, fb := range a.feedback.All {
-		if fb.RunID == runID {
-			out = append(out, *fb)
+	run := -1
+	if i, ok := a.runs[runID]; ok {
+		run = int(i)
+	}
+	for i := range a.feedback.Len() {
+		if a.feedback.ofRun(i, run, runID) {
+			out = append(out, a.feedback.at(i, &a.signals))
 		}
 	}
 	return out

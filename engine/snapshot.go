@@ -18,7 +18,7 @@ type State struct {
 	Signals    SignalLog
 	Objectives []ObjectiveVersion
 	Variations []Variation
-	Feedback   chunked[Feedback]
+	Feedback   feedbackLog
 	Reports    []Report
 	Seq        uint64
 }
@@ -128,8 +128,8 @@ func (s State) events(yield func(seqEvent) bool) {
 		sig := s.Signals.At(i)
 		add(sig.Seq, SignalRecorded{Signal: sig})
 	}
-	for _, fb := range s.Feedback.All {
-		add(0, FeedbackRecorded{Feedback: *fb})
+	for i := 0; i < s.Feedback.Len() && !stop; i++ {
+		add(0, FeedbackRecorded{Feedback: s.Feedback.at(i, &s.Signals)})
 	}
 	for _, rep := range s.Reports {
 		add(rep.Seq, ReportRecorded{Report: rep})

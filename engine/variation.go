@@ -84,7 +84,7 @@ func (a *Agent) CreateVariation(c CreateVariation, now time.Time, rnd *rand.Rand
 // run's variation and appends a feedback signal to the run.
 func (a *Agent) RecordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) (Feedback, []Event, error) {
 	return execute(a, func() ([]Event, error) { return a.recordFeedback(c, now.UTC(), rnd) },
-		func() Feedback { return *a.feedback.At(a.feedback.Len() - 1) })
+		func() Feedback { return a.feedback.at(a.feedback.Len()-1, &a.signals) })
 }
 
 func (a *Agent) createVariation(c CreateVariation, now time.Time, rnd *rand.Rand) (string, []Event, error) {
@@ -129,7 +129,11 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 // applyFeedback updates the posterior as seed 004 says: a positive score adds
 // its magnitude to α, a negative one to β, zero or none adds 0.5 to both.
 func (a *Agent) applyFeedback(fb Feedback) {
-	a.feedback.Append(fb)
+	run := -1
+	if i, ok := a.runs[fb.RunID]; ok {
+		run = int(i) // runs are numbered alike in runList and the signal log
+	}
+	a.feedback.add(fb, run, &a.signals)
 	v := a.variations[fb.VariationID]
 	if v == nil {
 		return
@@ -248,14 +252,15 @@ func (a *Agent) ListFeedback(f FeedbackFilter, before, limit int) (items []Feedb
 	}
 	for i > 0 {
 		i--
-		fb := a.feedback.At(i)
-		if !f.match(fb) {
+		fb := a.feedback.entry(i, &a.signals)
+		if !f.match(&fb) {
 			continue
 		}
 		if len(items) == limit {
 			return items, i + 2
 		}
-		items = append(items, *fb)
+		fb.ID = a.feedback.id(i)
+		items = append(items, fb)
 	}
 	return items, 0
 }
