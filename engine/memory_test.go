@@ -115,6 +115,33 @@ func heapFeedback(tb testing.TB, n, runs int) float64 {
 	return float64(after-before) / float64(n)
 }
 
+// heapRuns creates n runs (selections of two variations, no labels or
+// claims) and returns the heap bytes they added, per run.
+func heapRuns(tb testing.TB, n int) float64 {
+	tb.Helper()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	a := NewAgent()
+	exec := func(cmd any) any {
+		res, _, err := executeAny(a, cmd, now, rnd)
+		if err != nil {
+			tb.Fatalf("%T: %v", cmd, err)
+		}
+		return res
+	}
+	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
+	exec(CreateVariation{Name: "short"})
+	exec(CreateVariation{Name: "long"})
+	before := liveHeap()
+	for range n {
+		now = now.Add(time.Millisecond)
+		exec(CreateRun{Version: "3"})
+	}
+	after := liveHeap()
+	runtime.KeepAlive(a)
+	return float64(after-before) / float64(n)
+}
+
 // heapIdleAgents returns the heap bytes of one created agent with nothing
 // in it, averaged over n.
 func heapIdleAgents(tb testing.TB, n int) float64 {
@@ -143,17 +170,19 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkSignalMemory reports the heap bytes per stored signal (100k
-// signals over 1,000 runs), per feedback record (100k over 1,000 runs) and
-// per idle agent. The time per op is not the
+// signals over 1,000 runs), per feedback record (100k over 1,000 runs), per
+// run (100k selections) and per idle agent. The time per op is not the
 // figure: it is the whole build.
 func BenchmarkSignalMemory(b *testing.B) {
-	var perSignal, perFeedback, perAgent float64
+	var perSignal, perFeedback, perRun, perAgent float64
 	for b.Loop() {
 		perSignal = heapSignals(b, memoryShape{signals: 100_000, runs: 1_000})
 		perFeedback = heapFeedback(b, 100_000, 1_000)
+		perRun = heapRuns(b, 100_000)
 		perAgent = heapIdleAgents(b, 10_000)
 	}
 	b.ReportMetric(perSignal, "B/signal")
 	b.ReportMetric(perFeedback, "B/feedback")
+	b.ReportMetric(perRun, "B/run")
 	b.ReportMetric(perAgent, "B/idle-agent")
 }
