@@ -1,12 +1,12 @@
 package engine
 
 // chunked is an append-only sequence kept in blocks of chunkLen items. An
-// append copies at most the first block, while it grows, never the history:
-// a slice holding an agent's history regrew by a quarter at a time, and
-// each regrowth copied (and faulted in) all of it in the actor's turn. With
-// 300,000 feedback records that was a 22 MB allocation and 10 ms in which
-// the agent answered nothing (BENCHMARKS.md). The first block grows as a
-// slice does, so a small agent holds no more than it uses.
+// append copies at most the block it lands in, while that grows, never the
+// history: a slice holding an agent's history regrew by a quarter at a
+// time, and each regrowth copied (and faulted in) all of it in the actor's
+// turn. With 300,000 feedback records that was a 22 MB allocation and 10 ms
+// in which the agent answered nothing (BENCHMARKS.md). Each block grows as
+// a slice does, so an agent holds little it does not use.
 //
 // A view (see view) shares the blocks, so it is taken only of a sequence
 // whose items are never overwritten in place.
@@ -15,8 +15,8 @@ type chunked[T any] struct {
 }
 
 // chunkLen is a block's length: a power of two, so At is a shift and a
-// mask, and small enough that copying the first block as it grows is
-// nothing beside the append it serves.
+// mask, and small enough that copying a block as it grows is nothing beside
+// the appends it serves.
 const chunkLen = 1 << 10
 
 // Len is the number of items.
@@ -40,21 +40,59 @@ func (c *chunked[T]) At(i int) *T {
 func (c *chunked[T]) Append(v T) {
 	k := len(c.blocks)
 	if k == 0 || len(c.blocks[k-1]) == chunkLen {
-		var b []T
-		if k > 0 {
-			b = make([]T, 0, chunkLen) // every block after the first is full size
-		}
-		c.blocks = append(c.blocks, b)
+		c.blocks = append(c.blocks, nil)
 		k++
 	}
 	b := c.blocks[k-1]
 	if len(b) == cap(b) {
-		grown := make([]T, len(b), min(max(2*cap(b), 4), chunkLen))
+		// A block grows as a slice does, from 4 items for the first and
+		// from an eighth of chunkLen for the others: an agent's last block
+		// holds little it does not use.
+		first := 4
+		if k > 1 {
+			first = chunkLen / 8
+		}
+		grown := make([]T, len(b), min(max(2*cap(b), first), chunkLen))
 		copy(grown, b)
 		b = grown
 	}
 	c.blocks[k-1] = append(b, v)
 }
+
+// names is an append-only table of distinct strings, each named by its
+// index; 0 names "". It is how the logs keep a string their records repeat
+// once per agent.
+type names struct {
+	list  chunked[string]
+	index map[string]uint32 // made at the first intern; a view has none
+}
+
+// intern returns the name of s, adding it if it is new.
+func (t *names) intern(s string) uint32 {
+	if t.index == nil {
+		t.list.Append("")
+		t.index = map[string]uint32{"": 0}
+	}
+	if n, ok := t.index[s]; ok {
+		return n
+	}
+	n := uint32(t.list.Len())
+	t.list.Append(s)
+	t.index[s] = n
+	return n
+}
+
+// find returns the name of s, if s was interned.
+func (t *names) find(s string) (uint32, bool) {
+	n, ok := t.index[s]
+	return n, ok
+}
+
+// at returns the string named n.
+func (t *names) at(n uint32) string { return *t.list.At(int(n)) }
+
+// view is an immutable copy without the index, as chunked's view.
+func (t *names) view() names { return names{list: t.list.view()} }
 
 // Values yields every item with its index, in order, by value.
 func (c *chunked[T]) Values(yield func(int, T) bool) {

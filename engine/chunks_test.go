@@ -40,9 +40,11 @@ func TestChunkedKeepsOrderAcrossBlocks(t *testing.T) {
 }
 
 func TestChunkedSmallStaysSmall(t *testing.T) {
-	c := filled(1)
-	if got := cap(c.blocks[0]); got > 4 {
-		t.Fatalf("one item holds a block of %d", got)
+	for _, tc := range []struct{ n, most int }{{1, 4}, {chunkLen + 1, chunkLen / 8}, {2*chunkLen + chunkLen/8 + 1, chunkLen / 4}} {
+		c := filled(tc.n)
+		if got := cap(c.blocks[len(c.blocks)-1]); got > tc.most {
+			t.Errorf("%d items: the last block holds %d, want at most %d", tc.n, got, tc.most)
+		}
 	}
 }
 

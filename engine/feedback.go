@@ -28,9 +28,7 @@ import (
 type feedbackLog struct {
 	recs   chunked[feedbackRecord]
 	extras chunked[feedbackExtra]
-	names  chunked[string] // names.At(0) is ""
-
-	nameIndex map[string]uint32 // made at the first record; a view has none
+	names  names
 }
 
 // feedbackRecord is one stored feedback record: 48 bytes, no pointers.
@@ -63,11 +61,8 @@ func (l *feedbackLog) add(fb Feedback, run int, runs *SignalLog) {
 	if run >= 0 && *runs.runIDs.At(run) != fb.RunID {
 		panic(fmt.Sprintf("engine: feedback %s of run %s numbered %d", fb.ID, fb.RunID, run))
 	}
-	if l.nameIndex == nil {
-		l.names.Append("")
-		l.nameIndex = map[string]uint32{"": 0}
-	}
-	rec := feedbackRecord{variation: l.intern(fb.VariationID), profile: l.intern(fb.ProfileID), scored: fb.Score != nil}
+	rec := feedbackRecord{variation: l.names.intern(fb.VariationID), profile: l.names.intern(fb.ProfileID),
+		scored: fb.Score != nil}
 	if fb.Score != nil {
 		rec.score = *fb.Score
 	}
@@ -100,16 +95,6 @@ func (l *feedbackLog) add(fb Feedback, run int, runs *SignalLog) {
 	l.recs.Append(rec)
 }
 
-func (l *feedbackLog) intern(s string) uint32 {
-	if n, ok := l.nameIndex[s]; ok {
-		return n
-	}
-	n := uint32(l.names.Len())
-	l.names.Append(s)
-	l.nameIndex[s] = n
-	return n
-}
-
 // Len is the number of records.
 func (l *feedbackLog) Len() int { return l.recs.Len() }
 
@@ -124,7 +109,7 @@ func (l *feedbackLog) at(i int, runs *SignalLog) Feedback {
 // entry is at but for the id, which alone costs an allocation to write.
 func (l *feedbackLog) entry(i int, runs *SignalLog) Feedback {
 	rec := l.recs.At(i)
-	fb := Feedback{VariationID: *l.names.At(int(rec.variation)), ProfileID: *l.names.At(int(rec.profile))}
+	fb := Feedback{VariationID: l.names.at(rec.variation), ProfileID: l.names.at(rec.profile)}
 	if rec.scored {
 		score := rec.score
 		fb.Score = &score

@@ -23,21 +23,40 @@ type memoryShape struct {
 var memoryKinds = []string{"human.rating", "human.approval", "external.ticket_closed", "ci.tests",
 	"judge.score", "latency_ms", "tokens.output", "user.thumbs"}
 
+// memoryAgent is an agent filled for a memory figure: exec runs a command
+// at now, which the caller moves on.
+type memoryAgent struct {
+	tb  testing.TB
+	a   *Agent
+	now time.Time
+	rnd *rand.Rand
+}
+
+// newMemoryAgent creates the agent, with the named variations.
+func newMemoryAgent(tb testing.TB, variations ...string) *memoryAgent {
+	m := &memoryAgent{tb: tb, a: NewAgent(), now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+		rnd: rand.New(rand.NewPCG(1, 2))}
+	m.exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
+	for _, name := range variations {
+		m.exec(CreateVariation{Name: name})
+	}
+	return m
+}
+
+func (m *memoryAgent) exec(cmd any) any {
+	m.tb.Helper()
+	res, _, err := executeAny(m.a, cmd, m.now, m.rnd)
+	if err != nil {
+		m.tb.Fatalf("%T: %v", cmd, err)
+	}
+	return res
+}
+
 // heapSignals stores the shape's signals into an agent that already has its
 // runs and returns the heap bytes they added, per signal.
 func heapSignals(tb testing.TB, shape memoryShape) float64 {
 	tb.Helper()
-	rnd := rand.New(rand.NewPCG(1, 2))
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := NewAgent()
-	exec := func(cmd any) any {
-		res, _, err := executeAny(a, cmd, now, rnd)
-		if err != nil {
-			tb.Fatalf("%T: %v", cmd, err)
-		}
-		return res
-	}
-	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
+	m := newMemoryAgent(tb)
 	runs := make([]string, shape.runs)
 	objects := make([]string, shape.runs)
 	sessions := make([]string, shape.runs)
@@ -46,17 +65,17 @@ func heapSignals(tb testing.TB, shape memoryShape) float64 {
 		if i%10 == 0 {
 			session = fmt.Sprintf("chat-%d", i)
 		}
-		runs[i] = exec(CreateRun{Version: "3", SessionID: session}).(CreatedRun).Run.ID
+		runs[i] = m.exec(CreateRun{Version: "3", SessionID: session}).(CreatedRun).Run.ID
 		objects[i] = fmt.Sprintf("zendesk.ticket/%d", 40000+i)
-		exec(ClaimObject{RunID: runs[i], Object: objects[i]})
+		m.exec(ClaimObject{RunID: runs[i], Object: objects[i]})
 		if session != "" {
-			exec(FinishRun{RunID: runs[i], Succeeded: true})
+			m.exec(FinishRun{RunID: runs[i], Succeeded: true})
 			sessions[i] = session
 		}
 	}
 	before := liveHeap()
 	for i := range shape.signals {
-		now = now.Add(time.Millisecond)
+		m.now = m.now.Add(time.Millisecond)
 		r := i % shape.runs
 		c := RecordSignal{Kind: strings.Clone(memoryKinds[i%len(memoryKinds)]), Value: float64(i % 5)}
 		switch {
@@ -70,10 +89,10 @@ func heapSignals(tb testing.TB, shape memoryShape) float64 {
 		if i%4 == 0 {
 			c.DedupKey = fmt.Sprintf("msg-%d-%d", r, i)
 		}
-		exec(c)
+		m.exec(c)
 	}
 	after := liveHeap()
-	runtime.KeepAlive(a)
+	runtime.KeepAlive(m.a)
 	return float64(after-before) / float64(shape.signals)
 }
 
@@ -83,35 +102,23 @@ func heapSignals(tb testing.TB, shape memoryShape) float64 {
 // and the feedback signal each one appends to its run.
 func heapFeedback(tb testing.TB, n, runs int) float64 {
 	tb.Helper()
-	rnd := rand.New(rand.NewPCG(1, 2))
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := NewAgent()
-	exec := func(cmd any) any {
-		res, _, err := executeAny(a, cmd, now, rnd)
-		if err != nil {
-			tb.Fatalf("%T: %v", cmd, err)
-		}
-		return res
-	}
-	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
-	exec(CreateVariation{Name: "short"})
-	exec(CreateVariation{Name: "long"})
+	m := newMemoryAgent(tb, "short", "long")
 	ids := make([]string, runs)
 	for i := range ids {
-		ids[i] = exec(CreateRun{Version: "3"}).(CreatedRun).Run.ID
+		ids[i] = m.exec(CreateRun{Version: "3"}).(CreatedRun).Run.ID
 	}
 	before := liveHeap()
 	for i := range n {
-		now = now.Add(time.Millisecond)
+		m.now = m.now.Add(time.Millisecond)
 		score := float64(i%3) - 1
 		c := RecordFeedback{RunID: strings.Clone(ids[i%runs]), Score: &score}
 		if i%5 == 0 {
 			c.Comment = fmt.Sprintf("answer %d was fine", i)
 		}
-		exec(c)
+		m.exec(c)
 	}
 	after := liveHeap()
-	runtime.KeepAlive(a)
+	runtime.KeepAlive(m.a)
 	return float64(after-before) / float64(n)
 }
 
@@ -119,26 +126,14 @@ func heapFeedback(tb testing.TB, n, runs int) float64 {
 // claims) and returns the heap bytes they added, per run.
 func heapRuns(tb testing.TB, n int) float64 {
 	tb.Helper()
-	rnd := rand.New(rand.NewPCG(1, 2))
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	a := NewAgent()
-	exec := func(cmd any) any {
-		res, _, err := executeAny(a, cmd, now, rnd)
-		if err != nil {
-			tb.Fatalf("%T: %v", cmd, err)
-		}
-		return res
-	}
-	exec(CreateAgent{ID: "agt_memory", Workspace: "default", Name: "memory"})
-	exec(CreateVariation{Name: "short"})
-	exec(CreateVariation{Name: "long"})
+	m := newMemoryAgent(tb, "short", "long")
 	before := liveHeap()
 	for range n {
-		now = now.Add(time.Millisecond)
-		exec(CreateRun{Version: "3"})
+		m.now = m.now.Add(time.Millisecond)
+		m.exec(CreateRun{Version: "3"})
 	}
 	after := liveHeap()
-	runtime.KeepAlive(a)
+	runtime.KeepAlive(m.a)
 	return float64(after-before) / float64(n)
 }
 

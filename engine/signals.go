@@ -41,14 +41,13 @@ import (
 // immutable copy that reads the same blocks and has no indexes.
 type SignalLog struct {
 	recs      chunked[signalRecord]
-	names     chunked[string] // names.At(0) is ""
+	names     names
 	runIDs    chunked[string]
 	dedupKeys chunked[string]
 	oddIDs    []oddID // ascending at
 	farTimes  []time.Time
 
 	// The indexes: the maps are made at the first signal; a view has none.
-	nameIndex     map[string]uint32
 	runSignals    chunked[[]int32]   // run index → indexes into recs
 	objectSignals map[uint32][]int32 // object name → indexes into recs
 	dedup         map[string]int32   // dedup key → index into recs
@@ -96,8 +95,8 @@ func (l *SignalLog) add(s Signal, run int) {
 	}
 	l.init()
 	i := int32(l.recs.Len())
-	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.intern(s.Kind), session: l.intern(s.SessionID),
-		object: l.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
+	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.names.intern(s.Kind), session: l.names.intern(s.SessionID),
+		object: l.names.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
 	if run >= 0 {
 		rec.run = uint32(run) + 1
 		idx := l.runSignals.At(run)
@@ -120,26 +119,12 @@ func (l *SignalLog) add(s Signal, run int) {
 }
 
 func (l *SignalLog) init() {
-	if l.nameIndex != nil {
+	if l.objectSignals != nil {
 		return
 	}
-	l.names.Append("")
-	l.nameIndex = map[string]uint32{"": 0}
 	l.objectSignals = map[uint32][]int32{}
 	l.dedup = map[string]int32{}
 }
-
-func (l *SignalLog) intern(s string) uint32 {
-	if n, ok := l.nameIndex[s]; ok {
-		return n
-	}
-	n := uint32(l.names.Len())
-	l.names.Append(s)
-	l.nameIndex[s] = n
-	return n
-}
-
-func (l *SignalLog) name(n uint32) string { return *l.names.At(int(n)) }
 
 func (l *SignalLog) stamp(t time.Time) stamp {
 	if t.IsZero() {
@@ -168,7 +153,7 @@ func (l *SignalLog) Len() int { return l.recs.Len() }
 // At returns signal i, in receipt order.
 func (l *SignalLog) At(i int) Signal {
 	rec := l.recs.At(i)
-	s := Signal{Kind: l.name(rec.kind), Value: rec.value, SessionID: l.name(rec.session), Object: l.name(rec.object),
+	s := Signal{Kind: l.names.at(rec.kind), Value: rec.value, SessionID: l.names.at(rec.session), Object: l.names.at(rec.object),
 		OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq}
 	if rec.id.IsZero() {
 		k, _ := slices.BinarySearchFunc(l.oddIDs, int32(i), func(o oddID, at int32) int { return int(o.at - at) })
@@ -216,7 +201,7 @@ func (l *SignalLog) ofRun(run int) []int32 { return *l.runSignals.At(run) }
 
 // ofObject lists the signals sent to an object.
 func (l *SignalLog) ofObject(object string) []int32 {
-	if n, ok := l.nameIndex[object]; ok && n != 0 {
+	if n, ok := l.names.find(object); ok && n != 0 {
 		return l.objectSignals[n]
 	}
 	return nil
@@ -226,7 +211,7 @@ func (l *SignalLog) ofObject(object string) []int32 {
 func (l *SignalLog) appendObjective(buf []objective.Signal, idx []int32) []objective.Signal {
 	for _, i := range idx {
 		rec := l.recs.At(int(i))
-		buf = append(buf, objective.Signal{Kind: l.name(rec.kind), Value: rec.value,
+		buf = append(buf, objective.Signal{Kind: l.names.at(rec.kind), Value: rec.value,
 			OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq})
 	}
 	return buf
