@@ -21,10 +21,11 @@ type route struct {
 }
 
 // compiledRoute is a route with its pattern split into segments once,
-// rather than on every request.
+// rather than on every request, and where its {task*} is (-1: none).
 type compiledRoute struct {
 	route
-	seg []string
+	seg    []string
+	greedy int
 }
 
 // table is routes, compiled.
@@ -33,7 +34,8 @@ var table = compile(routes)
 func compile(rs []route) []compiledRoute {
 	out := make([]compiledRoute, len(rs))
 	for i, r := range rs {
-		out[i] = compiledRoute{route: r, seg: splitPath(r.pattern)}
+		seg := splitPath(r.pattern)
+		out[i] = compiledRoute{route: r, seg: seg, greedy: slices.Index(seg, "{task*}")}
 	}
 	return out
 }
@@ -99,7 +101,7 @@ func Route(req *api.Request, method, path string) error {
 	for i := range table {
 		r := &table[i]
 		var t api.Target
-		ws, ok := match(r.seg, seg, &t)
+		ws, ok := r.match(seg, &t)
 		if !ok {
 			continue
 		}
@@ -127,8 +129,8 @@ func errorShape(path string) api.ErrorShape {
 
 // match binds the segments of a path to a pattern's placeholders. It
 // allocates nothing unless the pattern has {task*} and the path fits it.
-func match(pat, seg []string, t *api.Target) (ws string, ok bool) {
-	g := slices.Index(pat, "{task*}")
+func (r *compiledRoute) match(seg []string, t *api.Target) (ws string, ok bool) {
+	pat, g := r.seg, r.greedy
 	if g < 0 {
 		if len(pat) != len(seg) {
 			return "", false
@@ -213,7 +215,7 @@ func methods(path string) []string {
 	var out []string
 	for i := range table {
 		var t api.Target
-		if _, ok := match(table[i].seg, seg, &t); ok && !slices.Contains(out, table[i].method) {
+		if _, ok := table[i].match(seg, &t); ok && !slices.Contains(out, table[i].method) {
 			out = append(out, table[i].method)
 		}
 	}
