@@ -405,3 +405,48 @@ func sortedKeys(m map[string]bool) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestLongHistoriesAgreeAcrossBlocks is the three ways again over histories
+// longer than a block (chunkLen) of runs, signals and feedback, with a
+// snapshot inside the second block and one at the end: the views and the
+// decoder cross block boundaries that the scenarios above never reach.
+func TestLongHistoriesAgreeAcrossBlocks(t *testing.T) {
+	var steps []step
+	steps = append(steps, step{0, CreateVariation{Name: "short"}}, step{0, CreateVariation{Name: "long"}})
+	n := 2*chunkLen + chunkLen/3
+	for i := range n {
+		steps = append(steps, step{time.Millisecond, CreateRun{SessionID: fmt.Sprintf("chat-%d", i%50)}})
+		score := float64(i%5)/2 - 1
+		fb := RecordFeedback{RunID: ref("run", i), Score: &score}
+		if i%7 == 0 {
+			fb.Comment = fmt.Sprintf("reviewer %d", i)
+		}
+		steps = append(steps, step{0, fb},
+			step{0, RecordSignal{Kind: "latency_ms", Value: float64(i), RunID: ref("run", i), DedupKey: fmt.Sprintf("lat-%d", i)}})
+	}
+	sc := scenario{name: "long histories", steps: steps}
+	live := runScript(t, sc, SelectionWeighted, len(steps))
+	if got := live.a.feedback.Len(); got != n {
+		t.Fatalf("%d feedback records, want %d", got, n)
+	}
+	now := live.now.Add(time.Hour)
+	want, wantProbes := dump(live.a, now), probe(live.a, now) // probe adds feedback of its own
+	compare(t, "replayed", want, wantProbes, replayAll(t, live.events), now)
+	for _, k := range []int{len(steps) / 2, len(steps)} {
+		at := runScript(t, sc, SelectionWeighted, k)
+		st, err := DecodeState(AppendState(nil, at.a.Snapshot()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored, err := Restore(st)
+		if err != nil {
+			t.Fatalf("restore after step %d: %v", k, err)
+		}
+		for i := len(at.events); i < len(live.events); i++ {
+			if err := restored.Replay(uint64(i+1), live.events[i]); err != nil {
+				t.Fatalf("tail after a snapshot at step %d: %v", k, err)
+			}
+		}
+		compare(t, fmt.Sprintf("restored from a snapshot after step %d", k), want, wantProbes, restored, now)
+	}
+}
