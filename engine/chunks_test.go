@@ -40,7 +40,11 @@ func TestChunkedKeepsOrderAcrossBlocks(t *testing.T) {
 }
 
 func TestChunkedSmallStaysSmall(t *testing.T) {
-	for _, tc := range []struct{ n, most int }{{1, 4}, {chunkLen + 1, chunkLen / 8}, {2*chunkLen + chunkLen/8 + 1, chunkLen / 4}} {
+	for _, tc := range []struct{ n, most int }{
+		{1, 4},                       // the first block starts at 4
+		{chunkLen + 1, chunkLen / 8}, // the others at an eighth
+		{2*chunkLen + chunkLen/8 + 1, chunkLen / 4}, // and double
+	} {
 		c := filled(tc.n)
 		if got := cap(c.blocks[len(c.blocks)-1]); got > tc.most {
 			t.Errorf("%d items: the last block holds %d, want at most %d", tc.n, got, tc.most)
