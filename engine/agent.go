@@ -13,7 +13,7 @@ type Agent struct {
 	info    AgentInfo
 	created bool
 
-	runs          map[string]int32 // run id → index in runList
+	runs          runIndex         // run id → index in runList
 	runList       chunked[*Run]    // creation order
 	runByExternal map[string]int32 // external id → index in runList
 	// sessionLatest is, per session, the finished run with the latest finished_at.
@@ -47,7 +47,7 @@ func NewAgent() *Agent { return &Agent{} }
 // makeIndexes makes the agent's maps, at its first event after
 // AgentCreated: an idle agent, created and then never used, keeps none.
 func (a *Agent) makeIndexes() {
-	a.runs = map[string]int32{}
+	a.runs = newRunIndex()
 	a.runByExternal = map[string]int32{}
 	a.sessionLatest = map[string]int32{}
 	a.objectRuns = map[string][]string{}
@@ -93,7 +93,7 @@ func (a *Agent) commit(events []Event) {
 // sequence number of the event; apply stamps it on what the event records
 // (signals, claims, reports), so no command has to predict it.
 func (a *Agent) apply(seq uint64, ev Event) error {
-	if _, creation := ev.(AgentCreated); !creation && a.runs == nil {
+	if _, creation := ev.(AgentCreated); !creation && a.runs.ulids == nil {
 		a.makeIndexes()
 	}
 	switch e := ev.(type) {
@@ -103,7 +103,7 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	case RunCreated:
 		r := e.Run
 		i := int32(a.runList.Len())
-		a.runs[r.ID] = i
+		a.runs.put(r.ID, i)
 		a.runList.Append(&r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {

@@ -142,10 +142,9 @@ func (a *Agent) CreateAgent(c CreateAgent, now time.Time) (AgentInfo, []Event, e
 
 // CreateRun starts a run, selecting its variation.
 func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRun, []Event, error) {
-	var runID string
-	return execute(a, func() (evs []Event, err error) { runID, evs, err = a.createRun(c, now.UTC(), rnd); return },
+	return execute(a, func() ([]Event, error) { return a.createRun(c, now.UTC(), rnd) },
 		func() CreatedRun {
-			r, _ := a.find(runID)
+			r := *a.runList.At(a.runList.Len() - 1) // the run just created
 			cr := CreatedRun{Run: a.runView(r)}
 			if v := a.variations[cr.Run.VariationID]; v != nil {
 				vv := *v
@@ -226,29 +225,29 @@ func (a *Agent) createAgent(c CreateAgent, now time.Time) ([]Event, error) {
 	return []Event{AgentCreated{Info: info}}, nil
 }
 
-func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) (string, []Event, error) {
+func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) ([]Event, error) {
 	if err := a.ready(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	for _, f := range []struct{ path, v string }{{"version", c.Version}, {"session_id", c.SessionID},
 		{"external_id", c.ExternalID}, {"variation_id", c.VariationID}} {
 		if err := checkText(f.path, f.v, false, maxIDLen); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
 	if err := CheckLabels("labels", c.Labels); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if _, taken := a.runByExternal[c.ExternalID]; c.ExternalID != "" && taken {
-		return "", nil, fmt.Errorf("run external_id %s already used: %w", field.Quote(c.ExternalID), ErrConflict)
+		return nil, fmt.Errorf("run external_id %s already used: %w", field.Quote(c.ExternalID), ErrConflict)
 	}
 	variation, err := a.selectVariation(c.VariationID, rnd)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
 		ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
-	return r.ID, []Event{RunCreated{Run: r}}, nil
+	return []Event{RunCreated{Run: r}}, nil
 }
 
 func (a *Agent) finishRun(c FinishRun, now time.Time, rnd *rand.Rand) ([]Event, error) {
@@ -403,7 +402,7 @@ func (a *Agent) runIndex(runID string) (*Run, int, error) {
 // find is runIndex for apply, which has its own errors: nil, -1 when there
 // is no such run.
 func (a *Agent) find(runID string) (*Run, int) {
-	if i, ok := a.runs[runID]; ok {
+	if i, ok := a.runs.get(runID); ok {
 		return *a.runList.At(int(i)), int(i)
 	}
 	return nil, -1

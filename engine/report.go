@@ -118,7 +118,8 @@ func (a *Agent) applyReport(rep Report) {
 	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
 	if cur := a.reports[k]; cur != nil {
 		if len(a.previews) > 0 {
-			a.noteReplace(int(a.runs[rep.RunID]), cur)
+			i, _ := a.runs.get(rep.RunID)
+			a.noteReplace(int(i), cur)
 		}
 		*cur = rep
 		return
@@ -144,7 +145,7 @@ func (a *Agent) Reports(runID string) ([]Report, error) {
 func (a *Agent) RunFeedback(runID string) []Feedback {
 	var out []Feedback
 	run := -1
-	if i, ok := a.runs[runID]; ok {
+	if i, ok := a.runs.get(runID); ok {
 		run = int(i)
 	}
 	for i := range a.feedback.Len() {

@@ -130,7 +130,7 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 // its magnitude to α, a negative one to β, zero or none adds 0.5 to both.
 func (a *Agent) applyFeedback(fb Feedback) {
 	run := -1
-	if i, ok := a.runs[fb.RunID]; ok {
+	if i, ok := a.runs.get(fb.RunID); ok {
 		run = int(i) // runs are numbered alike in runList and the signal log
 	}
 	a.feedback.add(fb, run, &a.signals)

@@ -52,10 +52,13 @@ func Parse(prefix, s string) (u ulid.ULID, ok bool) {
 	if err != nil {
 		return ulid.ULID{}, false
 	}
-	var back [ulid.EncodedSize]byte
-	_ = u.MarshalTextTo(back[:])
-	if string(back[:]) != text {
-		return ulid.ULID{}, false
+	// ParseStrict takes only Crockford's alphabet, in either case, and no
+	// value over 128 bits: each upper-case text is then the only one of its
+	// ULID, the one Format writes.
+	for i := range len(text) {
+		if 'a' <= text[i] && text[i] <= 'z' {
+			return ulid.ULID{}, false
+		}
 	}
 	return u, true
 }

@@ -68,3 +68,38 @@ func TestNewTakesItsEntropyFromTheSource(t *testing.T) {
 		t.Fatalf("entropy %x, want %x", got, want)
 	}
 }
+
+// Parse accepts exactly the texts that Format gives back, over random
+// texts of the right length in upper and lower case, with letters outside
+// Crockford's alphabet and first characters that overflow 128 bits.
+func TestParseAcceptsExactlyWhatFormatGivesBack(t *testing.T) {
+	const chars = "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyzILOUilou-"
+	rnd := rand.New(rand.NewPCG(7, 8))
+	accepted := 0
+	for range 20000 {
+		b := []byte(Run)
+		for i := range ulid.EncodedSize {
+			pool := chars[:32] // Crockford's alphabet, as Format writes it
+			if i == 0 {
+				pool = "0123456789ABC" // 8 and above overflow 128 bits
+			}
+			b = append(b, pool[rnd.IntN(len(pool))])
+		}
+		if rnd.IntN(2) == 0 { // one character from anywhere
+			b[len(Run)+rnd.IntN(ulid.EncodedSize)] = chars[rnd.IntN(len(chars))]
+		}
+		s := string(b)
+		u, ok := Parse(Run, s)
+		strict, err := ulid.ParseStrict(s[len(Run):])
+		want := err == nil && Format(Run, strict) == s
+		if ok != want || ok && Format(Run, u) != s {
+			t.Fatalf("Parse(%q) = %v, %v; Format gives back: %v", s, u, ok, want)
+		}
+		if ok {
+			accepted++
+		}
+	}
+	if accepted < 5000 || accepted > 15000 {
+		t.Fatalf("%d of the 20,000 texts were ids: the test exercises too little of one side", accepted)
+	}
+}
