@@ -13,11 +13,10 @@ type Agent struct {
 	info    AgentInfo
 	created bool
 
-	runs          runIndex         // run id → index in runList
-	runList       chunked[*Run]    // creation order
-	runByExternal map[string]int32 // external id → index in runList
+	runs          runTable         // creation order, indexed by id
+	runByExternal map[string]int32 // external id → run number
 	// sessionLatest is, per session, the finished run with the latest finished_at.
-	sessionLatest map[string]int32    // → index in runList
+	sessionLatest map[string]int32    // → run number
 	objectRuns    map[string][]string // object → ids of the runs that claimed it, in claim order
 
 	signals SignalLog // receipt order, indexed by run, object and dedup key
@@ -47,7 +46,6 @@ func NewAgent() *Agent { return &Agent{} }
 // makeIndexes makes the agent's maps, at its first event after
 // AgentCreated: an idle agent, created and then never used, keeps none.
 func (a *Agent) makeIndexes() {
-	a.runs = newRunIndex()
 	a.runByExternal = map[string]int32{}
 	a.sessionLatest = map[string]int32{}
 	a.objectRuns = map[string][]string{}
@@ -93,7 +91,7 @@ func (a *Agent) commit(events []Event) {
 // sequence number of the event; apply stamps it on what the event records
 // (signals, claims, reports), so no command has to predict it.
 func (a *Agent) apply(seq uint64, ev Event) error {
-	if _, creation := ev.(AgentCreated); !creation && a.runs.ulids == nil {
+	if _, creation := ev.(AgentCreated); !creation && a.runByExternal == nil {
 		a.makeIndexes()
 	}
 	switch e := ev.(type) {
@@ -102,47 +100,46 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 		a.created = true
 	case RunCreated:
 		r := e.Run
-		i := int32(a.runList.Len())
-		a.runs.put(r.ID, i)
-		a.runList.Append(&r)
+		i := int32(a.runs.len())
+		a.runs.add(r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
 			a.runByExternal[r.ExternalID] = i
 		}
 	case RunFinished:
-		r, i := a.find(e.RunID)
-		if r == nil {
+		i, ok := a.runs.find(e.RunID)
+		if !ok {
 			return fmt.Errorf("engine: finish of unknown run %s", e.RunID)
 		}
 		if len(a.previews) > 0 {
 			a.noteFinish(i)
 		}
-		r = a.replaceRun(i)
-		r.Finished, r.Succeeded, r.FinishedAt = true, e.Succeeded, e.FinishedAt
-		a.noteSessionFinish(r, i)
+		a.runs.finish(i, e.Succeeded, e.FinishedAt)
+		a.noteSessionFinish(i)
 	case ObjectClaimed:
-		r, i := a.find(e.RunID)
-		if r == nil {
+		i, ok := a.runs.find(e.RunID)
+		if !ok {
 			return fmt.Errorf("engine: claim of unknown run %s", e.RunID)
 		}
 		cl := e.Claim
 		cl.Seq = seq
-		r = a.replaceRun(i)
-		r.Claims = append(r.Claims, cl)
-		a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], r.ID)
+		x := a.runs.mutExtra(i)
+		x.claims = append(x.claims, cl)
+		a.objectRuns[cl.Object] = append(a.objectRuns[cl.Object], a.runs.id(i))
 	case TraceRegistered:
-		r, i := a.find(e.RunID)
-		if r == nil {
+		i, ok := a.runs.find(e.RunID)
+		if !ok {
 			return fmt.Errorf("engine: trace of unknown run %s", e.RunID)
 		}
-		r = a.replaceRun(i)
-		r.Traces = append(r.Traces, e.Trace)
+		x := a.runs.mutExtra(i)
+		x.traces = append(x.traces, e.Trace)
 	case SignalRecorded:
 		s := e.Signal
 		s.Seq = seq
 		run := -1
 		if s.RunID != "" {
-			if _, run = a.find(s.RunID); run < 0 {
+			var ok bool
+			if run, ok = a.runs.find(s.RunID); !ok {
 				return fmt.Errorf("engine: signal of unknown run %s", s.RunID)
 			}
 		}
@@ -168,25 +165,16 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	return nil
 }
 
-// replaceRun puts a copy of run i in its place and returns it, for apply to
-// change. A run is never changed in place: a snapshot view shares the runs
-// of the moment it was taken (see Snapshot), and a run's claims and traces
-// only grow, so the copy's appends never show in the slices the view holds.
-func (a *Agent) replaceRun(i int) *Run {
-	r := **a.runList.At(i)
-	*a.runList.At(i) = &r
-	return &r
-}
-
 // noteSessionFinish keeps, per session, the finished run with the latest
 // finished_at; ties go to the later-created run (the larger ULID), so live
-// apply and Restore agree. r is run i.
-func (a *Agent) noteSessionFinish(r *Run, i int) {
+// apply and Restore agree.
+func (a *Agent) noteSessionFinish(i int) {
+	r := a.runs.at(i)
 	if r.SessionID == "" || !r.Finished {
 		return
 	}
 	if j, ok := a.sessionLatest[r.SessionID]; ok {
-		cur := *a.runList.At(int(j))
+		cur := a.runs.at(int(j))
 		if !r.FinishedAt.After(cur.FinishedAt) && !(r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
 			return
 		}

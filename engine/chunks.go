@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // chunked is an append-only sequence kept in blocks of chunkLen items. An
 // append copies at most the block it lands in, while that grows, never the
 // history: a slice holding an agent's history regrew by a quarter at a
@@ -117,4 +119,34 @@ func (c *chunked[T]) view() chunked[T] {
 		v.blocks[k-1] = capped(v.blocks[k-1])
 	}
 	return v
+}
+
+// cowChunked is a chunked whose items also change in place (mut). A view
+// shares the blocks as chunked's does, and mut copies a block that a view
+// holds before it changes one of its items, so a view never shows a change
+// made after it; the first change after a view copies one block (at most
+// chunkLen items), not the history.
+type cowChunked[T any] struct {
+	chunked[T]
+	shared []bool // per block: a view holds it
+}
+
+// mut returns item i to change in place; the pointer is valid until the
+// next Append, mut or view.
+func (c *cowChunked[T]) mut(i int) *T {
+	if b := i / chunkLen; b < len(c.shared) && c.shared[b] {
+		c.blocks[b] = append(make([]T, 0, cap(c.blocks[b])), c.blocks[b]...)
+		c.shared[b] = false
+	}
+	return c.At(i)
+}
+
+// view is chunked's view; every block it shares is copied before its next
+// change.
+func (c *cowChunked[T]) view() cowChunked[T] {
+	c.shared = slices.Grow(c.shared[:0], len(c.blocks))[:len(c.blocks)]
+	for b := range c.shared {
+		c.shared[b] = true
+	}
+	return cowChunked[T]{chunked: c.chunked.view()}
 }

@@ -101,9 +101,9 @@ func AppendState(dst []byte, s State) []byte {
 	w.uvarint(s.Seq)
 	w.boolean(s.Created)
 	w.agentInfo(s.Info)
-	w.uvarint(uint64(len(s.Runs)))
-	for _, r := range s.Runs {
-		w.run(*r)
+	w.uvarint(uint64(s.Runs.len()))
+	for r := range s.Runs.All() {
+		w.run(r)
 		for _, c := range r.Claims {
 			w.uvarint(c.Seq)
 		}
@@ -142,6 +142,7 @@ func DecodeState(b []byte) (State, error) {
 	s.Seq = r.uvarint()
 	s.Created = r.boolean()
 	s.Info = r.agentInfo()
+	var runs []Run
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		run := r.run()
 		if format == snapshotV2 {
@@ -149,19 +150,19 @@ func DecodeState(b []byte) (State, error) {
 				run.Claims[i].Seq = r.uvarint()
 			}
 		}
-		s.Runs = append(s.Runs, &run)
+		runs = append(runs, run)
 	}
 	if format == snapshotV1 {
-		numberClaimsByTime(s.Runs)
+		numberClaimsByTime(runs)
 	}
-	runs := make(map[string]int, len(s.Runs))
-	for i, run := range s.Runs {
-		runs[run.ID] = i
+	for _, run := range runs {
+		s.Runs.add(run)
 		s.Signals.addRun(run.ID)
 	}
+	runs = nil
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		sig := r.signal()
-		run, ok := runs[sig.RunID]
+		run, ok := s.Runs.find(sig.RunID)
 		switch {
 		case r.err != nil:
 		case sig.RunID == "":
@@ -181,13 +182,11 @@ func DecodeState(b []byte) (State, error) {
 	}
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		fb := r.feedback()
-		run, ok := runs[fb.RunID]
-		if !ok {
-			run = -1
-		}
+		run, _ := s.Runs.find(fb.RunID)
 		s.Feedback.add(fb, run, &s.Signals)
 	}
 	s.Feedback = s.Feedback.view()
+	s.Runs = s.Runs.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		s.Reports = append(s.Reports, r.report())
 	}
@@ -198,11 +197,11 @@ func DecodeState(b []byte) (State, error) {
 // keep their sequence numbers, an order: by claim time, ties in run order.
 // It is the order format 1 restored, and at most off for claims made in the
 // same instant.
-func numberClaimsByTime(runs []*Run) {
+func numberClaimsByTime(runs []Run) {
 	var all []*Claim
-	for _, r := range runs {
-		for j := range r.Claims {
-			all = append(all, &r.Claims[j])
+	for i := range runs {
+		for j := range runs[i].Claims {
+			all = append(all, &runs[i].Claims[j])
 		}
 	}
 	slices.SortStableFunc(all, func(x, y *Claim) int { return x.CreatedAt.Compare(y.CreatedAt) })

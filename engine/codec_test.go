@@ -41,7 +41,7 @@ func TestStateCodecRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(restored, h.a) {
+	if !sameAgent(restored, h.a) {
 		t.Fatal("agent restored from an encoded snapshot differs from the live agent")
 	}
 }

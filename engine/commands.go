@@ -144,8 +144,7 @@ func (a *Agent) CreateAgent(c CreateAgent, now time.Time) (AgentInfo, []Event, e
 func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRun, []Event, error) {
 	return execute(a, func() ([]Event, error) { return a.createRun(c, now.UTC(), rnd) },
 		func() CreatedRun {
-			r := *a.runList.At(a.runList.Len() - 1) // the run just created
-			cr := CreatedRun{Run: a.runView(r)}
+			cr := CreatedRun{Run: a.runs.at(a.runs.len() - 1)} // the run just created
 			if v := a.variations[cr.Run.VariationID]; v != nil {
 				vv := *v
 				cr.Variation = &vv
@@ -157,7 +156,7 @@ func (a *Agent) CreateRun(c CreateRun, now time.Time, rnd *rand.Rand) (CreatedRu
 // FinishRun finishes a run and appends its run.succeeded signal.
 func (a *Agent) FinishRun(c FinishRun, now time.Time, rnd *rand.Rand) (Run, []Event, error) {
 	return execute(a, func() ([]Event, error) { return a.finishRun(c, now.UTC(), rnd) },
-		func() Run { r, _ := a.find(c.RunID); return a.runView(r) })
+		func() Run { i, _ := a.runs.find(c.RunID); return a.runs.at(i) })
 }
 
 // ClaimObject makes a run claim an object; claiming it again changes nothing.
@@ -166,8 +165,9 @@ func (a *Agent) ClaimObject(c ClaimObject, now time.Time) (ClaimResult, []Event,
 	return execute(a, func() (evs []Event, err error) { res, evs, err = a.claimObject(c, now.UTC()); return },
 		func() ClaimResult {
 			if res.Created {
-				r, _ := a.find(res.RunID)
-				res.Claim = r.Claims[len(r.Claims)-1]
+				i, _ := a.runs.find(res.RunID)
+				claims := a.runs.claims(i)
+				res.Claim = claims[len(claims)-1]
 			}
 			return res
 		})
@@ -365,7 +365,7 @@ func (a *Agent) recordSignal(c RecordSignal, now time.Time, rnd *rand.Rand) (Sig
 		if !ok {
 			return SignalResult{}, nil, fmt.Errorf("session %s has no finished run: %w", c.SessionID, ErrNotFound)
 		}
-		runID = (*a.runList.At(int(i))).ID
+		runID = a.runs.id(int(i))
 	}
 	at := c.OccurredAt
 	if at.IsZero() {
@@ -386,26 +386,17 @@ func (a *Agent) putObjective(c PutObjective, now time.Time) ([]Event, error) {
 	return []Event{ObjectivePut{Version: len(a.objectives) + 1, Definition: c.Definition, Note: c.Note, CreatedAt: now}}, nil
 }
 
-func (a *Agent) run(runID string) (*Run, error) {
+func (a *Agent) run(runID string) (Run, error) {
 	r, _, err := a.runIndex(runID)
 	return r, err
 }
 
-// runIndex finds a run and its index in runList.
-func (a *Agent) runIndex(runID string) (*Run, int, error) {
-	if r, i := a.find(runID); r != nil {
-		return r, i, nil
+// runIndex finds a run and its number.
+func (a *Agent) runIndex(runID string) (Run, int, error) {
+	if i, ok := a.runs.find(runID); ok {
+		return a.runs.at(i), i, nil
 	}
-	return nil, -1, fmt.Errorf("run %s: %w", runID, ErrNotFound)
-}
-
-// find is runIndex for apply, which has its own errors: nil, -1 when there
-// is no such run.
-func (a *Agent) find(runID string) (*Run, int) {
-	if i, ok := a.runs.get(runID); ok {
-		return *a.runList.At(int(i)), int(i)
-	}
-	return nil, -1
+	return Run{}, -1, fmt.Errorf("run %s: %w", runID, ErrNotFound)
 }
 
 // SignalRuns lists the runs a signal attaches to at this moment: an object

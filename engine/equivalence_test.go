@@ -294,7 +294,7 @@ func dump(a *Agent, now time.Time) []string {
 	}
 	labels := map[string]bool{}
 	objects := map[string]bool{}
-	for _, r := range st.Runs {
+	for r := range st.Runs.All() {
 		labels[r.Version] = true
 		run, err := a.Run(r.ID)
 		add("run "+r.ID, run, err)
@@ -363,7 +363,7 @@ func probe(a *Agent, now time.Time) []string {
 	}
 	st := a.Snapshot()
 	sessions, objects, dedups := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	for _, r := range st.Runs {
+	for r := range st.Runs.All() {
 		if r.SessionID != "" {
 			sessions[r.SessionID] = true
 		}
@@ -388,7 +388,7 @@ func probe(a *Agent, now time.Time) []string {
 	for i := range 5 {
 		run(fmt.Sprintf("selection %d", i), CreateRun{})
 	}
-	for _, r := range st.Runs {
+	for r := range st.Runs.All() {
 		run("finish "+r.ID, FinishRun{RunID: r.ID, Succeeded: true})
 		run("late report on "+r.ID, ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.5), Weight: 1, Started: 3})
 		run("feedback on "+r.ID, RecordFeedback{RunID: r.ID, Score: ptr(0.75)})

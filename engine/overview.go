@@ -53,7 +53,7 @@ type VariationSelections struct {
 // costs; without, they stay nil and 0 and the rest is a count.
 func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bucket time.Duration, rewards bool) Overview {
 	ov, _ := a.Objective(-1) // the current version always exists
-	o := Overview{Seq: a.seq, ObjectiveVersion: ov.Version, Runs: a.runList.Len(), RunsSince: make([]int, len(windows)),
+	o := Overview{Seq: a.seq, ObjectiveVersion: ov.Version, Runs: a.runs.len(), RunsSince: make([]int, len(windows)),
 		Feedback: a.feedback.Len(), Bucket: bucket}
 	end := now.Truncate(bucket).Add(bucket)
 	o.Start = end.Add(-time.Duration(buckets) * bucket)
@@ -67,7 +67,8 @@ func (a *Agent) Overview(now time.Time, windows []time.Duration, buckets int, bu
 	var arena objective.Arena
 	var sum float64
 	var n int
-	for i, r := range a.runList.Values {
+	for i := range a.runs.len() {
+		r := a.runs.at(i)
 		at, ok := version[r.Version]
 		if !ok {
 			at = len(o.Versions)

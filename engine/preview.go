@@ -104,7 +104,7 @@ func (a *Agent) StartPreview(c PreviewObjective, now time.Time) (*Preview, error
 	if c.Version != nil {
 		label = *c.Version
 	}
-	p := &Preview{a: a, seq: a.seq, runs: a.runList.Len(), now: now, version: c.Version, draft: draft, current: cur,
+	p := &Preview{a: a, seq: a.seq, runs: a.runs.len(), now: now, version: c.Version, draft: draft, current: cur,
 		draftSum: objective.NewSummarizer(label, draft.Version, draft.Definition.Bounds, limit),
 		curSum:   objective.NewSummarizer(label, cur.Version, cur.Definition.Bounds, limit),
 		limit:    limit}
@@ -126,7 +126,7 @@ func (p *Preview) Step(budget int) (done bool) {
 	for p.next < p.runs && spent < budget {
 		i := p.next
 		p.next++
-		r := *a.runList.At(i)
+		r := a.runs.at(i)
 		if p.version != nil && r.Version != *p.version {
 			spent++
 			continue
@@ -135,7 +135,7 @@ func (p *Preview) Step(budget int) (done bool) {
 		if !run.Finished {
 			run.FinishedAt = time.Time{}
 		}
-		p.buf = p.gather(i, r, p.buf[:0])
+		p.buf = p.gather(i, &r, p.buf[:0])
 		spent += 1 + len(p.buf)
 		cur := p.arena.Evaluate(p.current.Definition, p.current.Version, run, p.buf, p.now)
 		drf := p.arena.Evaluate(p.draft.Definition, p.draft.Version, run, p.buf, p.now)

@@ -90,7 +90,7 @@ func bruteForce(t *testing.T, a *Agent, label *string, cur, draft, limit int, no
 	var cs, ds []objective.Reward
 	changed := 0
 	var moved []Moved
-	for _, r := range a.runList.Values {
+	for r := range a.runs.All() {
 		if label != nil && r.Version != *label {
 			continue
 		}
@@ -311,7 +311,7 @@ func TestPreviewStepsFollowTheBudget(t *testing.T) {
 		budget, steps int
 	}{
 		{1 << 30, 1},
-		{1, h.a.runList.Len()},
+		{1, h.a.runs.len()},
 	} {
 		p, err := h.a.StartPreview(c, h.now)
 		if err != nil {
@@ -361,7 +361,7 @@ func TestPreviewAsOfItsStartAtTheEdges(t *testing.T) {
 			previewHistory(t, h, 30)
 			h.signal(RecordSignal{Kind: "ci.tests", Value: 2, Object: "ticket/1"})
 			x := h.run(CreateRun{Version: "a"})
-			xi := h.a.runList.Len() - 1
+			xi := h.a.runs.len() - 1
 			tc.last(h, x)
 			atStart := slices.Clone(h.events)
 			c := PreviewObjective{Definition: mustParse(t, previewDraft), Limit: 50}

@@ -11,37 +11,25 @@ import (
 
 // Run returns a copy of a run.
 func (a *Agent) Run(runID string) (Run, error) {
-	r, err := a.run(runID)
-	if err != nil {
-		return Run{}, err
-	}
-	return a.runView(r), nil
+	return a.run(runID)
 }
 
 // RunByExternalID returns the run with that external id.
 func (a *Agent) RunByExternalID(ext string) (Run, error) {
 	if i, ok := a.runByExternal[ext]; ok {
-		return a.runView(*a.runList.At(int(i))), nil
+		return a.runs.at(int(i)), nil
 	}
 	return Run{}, fmt.Errorf("run external_id %s: %w", field.Quote(ext), ErrNotFound)
-}
-
-// runView copies r; the slices are capped so later appends never show.
-func (a *Agent) runView(r *Run) Run {
-	v := *r
-	v.Claims = r.Claims[:len(r.Claims):len(r.Claims)]
-	v.Traces = r.Traces[:len(r.Traces):len(r.Traces)]
-	return v
 }
 
 // RunSignals returns the signals of a run in receipt order: those sent to it
 // by run id or session, and those sent to any object it claimed.
 func (a *Agent) RunSignals(runID string) ([]Signal, error) {
-	r, i, err := a.runIndex(runID)
+	_, i, err := a.runIndex(runID)
 	if err != nil {
 		return nil, err
 	}
-	idx := a.signalIndexes(r, i)
+	idx := a.signalIndexes(i)
 	out := make([]Signal, len(idx))
 	for i, j := range idx {
 		out[i] = a.signals.At(int(j))
@@ -49,13 +37,14 @@ func (a *Agent) RunSignals(runID string) ([]Signal, error) {
 	return out, nil
 }
 
-func (a *Agent) signalIndexes(r *Run, i int) []int32 {
+func (a *Agent) signalIndexes(i int) []int32 {
 	idx := a.signals.ofRun(i)
-	if len(r.Claims) == 0 {
+	claims := a.runs.claims(i)
+	if len(claims) == 0 {
 		return idx
 	}
 	idx = slices.Clone(idx)
-	for _, cl := range r.Claims {
+	for _, cl := range claims {
 		idx = append(idx, a.signals.ofObject(cl.Object)...)
 	}
 	slices.Sort(idx)
@@ -101,10 +90,11 @@ func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Rewa
 
 // rewardIn is reward with its results cut from arena.
 func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now time.Time) objective.Reward {
-	r := *a.runList.At(i)
+	run := a.runs.objectiveRun(i)
+	claims := a.runs.claims(i)
 	buf := a.scratch
-	n := len(a.signals.ofRun(i)) + len(a.runReports[r.ID])
-	for _, cl := range r.Claims {
+	n := len(a.signals.ofRun(i)) + len(a.runReports[run.ID])
+	for _, cl := range claims {
 		n += len(a.signals.ofObject(cl.Object))
 	}
 	if cap(buf) < n {
@@ -112,12 +102,11 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 	}
 	buf = buf[:0]
 	buf = a.signals.appendObjective(buf, a.signals.ofRun(i))
-	for _, cl := range r.Claims {
+	for _, cl := range claims {
 		buf = a.signals.appendObjective(buf, a.signals.ofObject(cl.Object))
 	}
-	buf = a.reportSignals(r, buf)
+	buf = a.reportSignals(run.ID, buf)
 	a.scratch = buf
-	run := objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}
 	return arena.Evaluate(ov.Definition, ov.Version, run, buf, now)
 }
 

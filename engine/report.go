@@ -118,8 +118,8 @@ func (a *Agent) applyReport(rep Report) {
 	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
 	if cur := a.reports[k]; cur != nil {
 		if len(a.previews) > 0 {
-			i, _ := a.runs.get(rep.RunID)
-			a.noteReplace(int(i), cur)
+			i, _ := a.runs.find(rep.RunID)
+			a.noteReplace(i, cur)
 		}
 		*cur = rep
 		return
@@ -145,8 +145,8 @@ func (a *Agent) Reports(runID string) ([]Report, error) {
 func (a *Agent) RunFeedback(runID string) []Feedback {
 	var out []Feedback
 	run := -1
-	if i, ok := a.runs.get(runID); ok {
-		run = int(i)
+	if i, ok := a.runs.find(runID); ok {
+		run = i
 	}
 	for i := range a.feedback.Len() {
 		if a.feedback.ofRun(i, run, runID) {
@@ -158,8 +158,8 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 
 // reportSignals appends, for the reward evaluator, one signal of kind =
 // scorer per standing report of r that has a value.
-func (a *Agent) reportSignals(r *Run, buf []objective.Signal) []objective.Signal {
-	for _, p := range a.runReports[r.ID] {
+func (a *Agent) reportSignals(runID string, buf []objective.Signal) []objective.Signal {
+	for _, p := range a.runReports[runID] {
 		if p.Value != nil {
 			buf = append(buf, objective.Signal{Kind: p.Scorer, Value: *p.Value, OccurredAt: p.UpdatedAt,
 				ReceivedAt: p.UpdatedAt, Seq: p.Seq})

@@ -6,14 +6,14 @@ import (
 	"github.com/plaudit/plaudit/engine/id"
 )
 
-// runIndex maps a run's id to its number, its index in Agent.runList. The
-// ids the engine makes ("run_" and a ULID) are keyed by the ULID's 16 bytes:
-// a map without pointers, which the collector never scans and which grows
-// without reading any key's string again. Keyed by the id string, it was 4 %
-// of a selection's server CPU at 64 in flight (mostly regrowth, rehashing
-// strings scattered over the heap) and a pointer per run for every mark
-// phase. Any other id, which only an older log could hold, is keyed by its
-// string.
+// runIndex maps a run's id to its number in the run table. The ids the
+// engine makes ("run_" and a ULID) are keyed by the ULID's 16 bytes: a map
+// without pointers, which the collector never scans and which grows
+// without reading a key's string again. (Keyed by the id string, the map
+// held a pointer per run; its inserts, 4 % of a selection's server CPU at
+// 64 in flight, are about as costly either way: a cache miss into a large
+// table.) Any other id, which only an older log could hold, is keyed by
+// its string.
 type runIndex struct {
 	ulids map[ulid.ULID]int32
 	odd   map[string]int32 // made at the first such id

@@ -81,6 +81,25 @@ const (
 	farStamps stamp = noTime + 1<<32
 )
 
+// exactStamp returns t as a stamp when the stamp reads back (exact) as t
+// exactly, == and not only Equal, its location included: the zero time,
+// or a UTC time within Unix nanoseconds.
+func exactStamp(t time.Time) (stamp, bool) {
+	if t == (time.Time{}) {
+		return noTime, true
+	}
+	n := stamp(t.UnixNano())
+	return n, n >= farStamps && time.Unix(0, int64(n)).UTC() == t
+}
+
+// exact is the time of a stamp that exactStamp made.
+func (s stamp) exact() time.Time {
+	if s == noTime {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s)).UTC()
+}
+
 // addRun makes the next run known: runs are numbered in creation order.
 func (l *SignalLog) addRun(runID string) {
 	l.runIDs.Append(runID)

@@ -32,6 +32,7 @@ type VersionSummary struct {
 	def     objective.Definition
 	from    time.Time // the read that took the view
 	signals SignalLog // a view
+	table   runTable  // a view
 	runs    []summaryRun
 
 	// first is held by the reader computing the summary the first time,
@@ -48,7 +49,7 @@ type VersionSummary struct {
 // it: the signals sent to it, then those of the objects it claimed, then
 // its reports.
 type summaryRun struct {
-	run     *Run    // never changed in place (see Agent.replaceRun)
+	run     int32   // in table
 	signals []int32 // capped
 	extra   *summaryExtra
 }
@@ -105,8 +106,7 @@ func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until ti
 			}
 			buf = append(buf, sr.extra.reports...)
 		}
-		r := sr.run
-		rw := arena.Evaluate(s.def, s.key.objective, objective.Run{ID: r.ID, Finished: r.Finished, FinishedAt: r.FinishedAt}, buf, now)
+		rw := arena.Evaluate(s.def, s.key.objective, s.table.objectiveRun(int(sr.run)), buf, now)
 		if !rw.Matured && !rw.MaturesAt.IsZero() && (until.IsZero() || rw.MaturesAt.Before(until)) {
 			until = rw.MaturesAt
 		}
@@ -117,21 +117,24 @@ func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until ti
 
 // versionSummary takes the view of version's runs under ov, read at now.
 func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Time) *VersionSummary {
+	version, ok := a.runs.names.find(key.version)
 	n := 0
-	for _, r := range a.runList.Values {
-		if r.Version == key.version {
+	for i := range a.runs.len() {
+		if ok && a.runs.recs.At(i).version == version {
 			n++
 		}
 	}
-	s := &VersionSummary{key: key, def: ov.Definition, from: now, signals: a.signals.view(), runs: make([]summaryRun, 0, n)}
-	for i, r := range a.runList.Values {
-		if r.Version != key.version {
+	s := &VersionSummary{key: key, def: ov.Definition, from: now, signals: a.signals.view(), table: a.runs.view(),
+		runs: make([]summaryRun, 0, n)}
+	for i := range a.runs.len() {
+		if !ok || a.runs.recs.At(i).version != version {
 			continue
 		}
-		sr := summaryRun{run: r, signals: capped(a.signals.ofRun(i))}
-		if len(r.Claims) > 0 || len(a.runReports[r.ID]) > 0 {
-			x := &summaryExtra{reports: a.reportSignals(r, nil)}
-			for _, cl := range r.Claims {
+		sr := summaryRun{run: int32(i), signals: capped(a.signals.ofRun(i))}
+		claims, reports := a.runs.claims(i), a.runReports[a.runs.id(i)]
+		if len(claims) > 0 || len(reports) > 0 {
+			x := &summaryExtra{reports: a.reportSignals(a.runs.id(i), nil)}
+			for _, cl := range claims {
 				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
 			}
 			sr.extra = x

@@ -130,8 +130,8 @@ func (a *Agent) recordFeedback(c RecordFeedback, now time.Time, rnd *rand.Rand) 
 // its magnitude to α, a negative one to β, zero or none adds 0.5 to both.
 func (a *Agent) applyFeedback(fb Feedback) {
 	run := -1
-	if i, ok := a.runs.get(fb.RunID); ok {
-		run = int(i) // runs are numbered alike in runList and the signal log
+	if i, ok := a.runs.find(fb.RunID); ok {
+		run = i // runs are numbered alike in the run table and the signal log
 	}
 	a.feedback.add(fb, run, &a.signals)
 	v := a.variations[fb.VariationID]
