@@ -27,8 +27,11 @@ type Agent struct {
 	variationList []*Variation // creation order
 	feedback      feedbackLog  // append order
 
-	reports    map[reportKey]*Report // standing reports by (run, scorer, turn)
-	runReports map[string][]*Report  // run id → its reports, first-made order
+	// The standing reports in first-made order, numbered from 0; a report
+	// is replaced in place, so their blocks are copied on write.
+	reports    cowChunked[Report]
+	reportKeys map[reportKey]int32 // (run, scorer, turn) → report number
+	runReports map[string][]int32  // run id → its reports' numbers, first-made order
 
 	seq uint64 // events applied so far = sequence of the last event
 
@@ -50,8 +53,8 @@ func (a *Agent) makeIndexes() {
 	a.sessionLatest = map[string]int32{}
 	a.objectRuns = map[string][]string{}
 	a.variations = map[string]*Variation{}
-	a.reports = map[reportKey]*Report{}
-	a.runReports = map[string][]*Report{}
+	a.reportKeys = map[reportKey]int32{}
+	a.runReports = map[string][]int32{}
 }
 
 // Info describes the agent; zero until AgentCreated is applied.

@@ -357,13 +357,13 @@ func TestRestoreEqualsLiveState(t *testing.T) {
 }
 
 // sameAgent reports whether two agents hold the same state, indexes
-// included. The copy-on-write marks that views leave on the run table say
-// which blocks a view may still hold, not what the agent is: they are left
-// out.
+// included. The copy-on-write marks that views leave (on runs and reports)
+// say which blocks a view may still hold, not what the agent is: they are
+// left out.
 func sameAgent(a, b *Agent) bool {
 	x, y := *a, *b
-	for _, r := range []*runTable{&x.runs, &y.runs} {
-		r.recs.shared, r.extras.shared = nil, nil
+	for _, c := range []*Agent{&x, &y} {
+		c.runs.recs.shared, c.runs.extras.shared, c.reports.shared = nil, nil, nil
 	}
 	return reflect.DeepEqual(&x, &y)
 }
@@ -565,6 +565,7 @@ func TestASnapshotViewIsNotChangedByLaterCommands(t *testing.T) {
 	h.must(ClaimObject{RunID: session.ID, Object: "zendesk.ticket/1"})
 	h.must(RegisterTrace{RunID: session.ID, TraceID: "tr-1"})
 	open := h.run(CreateRun{})
+	h.must(ReportReward{RunID: open.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.25), Weight: 1, Started: 1})
 	view := h.a.Snapshot()
 	before := AppendState(nil, view)
 
@@ -572,6 +573,7 @@ func TestASnapshotViewIsNotChangedByLaterCommands(t *testing.T) {
 	h.must(RegisterTrace{RunID: session.ID, TraceID: "tr-2"})
 	h.must(FinishRun{RunID: session.ID, Succeeded: true})
 	h.must(ClaimObject{RunID: open.ID, Object: "zendesk.ticket/1"})
+	h.must(ReportReward{RunID: open.ID, Kind: ReportExternal, Scorer: "ci.tests", Value: ptr(0.75), Weight: 1, Started: 2})
 	h.must(FinishRun{RunID: open.ID, Succeeded: false})
 	h.run(CreateRun{})
 

@@ -124,8 +124,8 @@ func AppendState(dst []byte, s State) []byte {
 	for i := range s.Feedback.Len() {
 		w.feedback(s.Feedback.at(i, &s.Signals))
 	}
-	w.uvarint(uint64(len(s.Reports)))
-	for _, rep := range s.Reports {
+	w.uvarint(uint64(s.Reports.Len()))
+	for _, rep := range s.Reports.Values {
 		w.report(rep)
 	}
 	return w
@@ -188,7 +188,7 @@ func DecodeState(b []byte) (State, error) {
 	s.Feedback = s.Feedback.view()
 	s.Runs = s.Runs.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Reports = append(s.Reports, r.report())
+		s.Reports.Append(r.report())
 	}
 	return s, r.done()
 }

@@ -80,8 +80,8 @@ type Preview struct {
 	moved            []Moved // min-heap by |Δ| (then the larger run id first), at most limit
 	arena            objective.Arena
 	buf              []objective.Signal
-	finishedAfter    map[int]bool // runs finished after the start
-	reportsAtStart   map[*Report]Report
+	finishedAfter    map[int]bool     // runs finished after the start
+	reportsAtStart   map[int32]Report // by number: reports replaced since the start
 	closed           bool
 }
 
@@ -158,11 +158,11 @@ func (p *Preview) gather(i int, r *Run, buf []objective.Signal) []objective.Sign
 		}
 		buf = a.signals.appendObjective(buf, p.upTo(a.signals.ofObject(cl.Object)))
 	}
-	for _, rp := range a.runReports[r.ID] {
-		rep := rp
-		if old, ok := p.reportsAtStart[rp]; ok {
+	for _, n := range a.runReports[r.ID] {
+		rep := a.reports.At(int(n))
+		if old, ok := p.reportsAtStart[n]; ok {
 			rep = &old
-		} else if rp.Seq > p.seq {
+		} else if rep.Seq > p.seq {
 			continue // made after the start
 		}
 		if rep.Value != nil {
@@ -286,20 +286,21 @@ func (a *Agent) noteFinish(i int) {
 	}
 }
 
-// noteReplace is apply's note, for open previews, that report cur of run
-// i is about to be overwritten: a preview that has still to read it keeps
-// it as it stood at the preview's start.
-func (a *Agent) noteReplace(i int, cur *Report) {
+// noteReplace is apply's note, for open previews, that report n of run i
+// is about to be overwritten: a preview that has still to read it keeps it
+// as it stood at the preview's start.
+func (a *Agent) noteReplace(i int, n int32) {
+	cur := a.reports.At(int(n))
 	for _, p := range a.previews {
 		if i < p.next || i >= p.runs || cur.Seq > p.seq {
 			continue
 		}
-		if _, ok := p.reportsAtStart[cur]; ok {
+		if _, ok := p.reportsAtStart[n]; ok {
 			continue
 		}
 		if p.reportsAtStart == nil {
-			p.reportsAtStart = map[*Report]Report{}
+			p.reportsAtStart = map[int32]Report{}
 		}
-		p.reportsAtStart[cur] = *cur
+		p.reportsAtStart[n] = *cur
 	}
 }

@@ -69,7 +69,7 @@ type reportKey struct{ run, scorer, turn string }
 func (a *Agent) ReportReward(c ReportReward, now time.Time, rnd *rand.Rand) (Report, []Event, error) {
 	var key reportKey
 	return execute(a, func() (evs []Event, err error) { key, evs, err = a.reportReward(c, now.UTC(), rnd); return },
-		func() Report { return *a.reports[key] })
+		func() Report { return *a.reports.At(int(a.reportKeys[key])) })
 }
 
 func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (reportKey, []Event, error) {
@@ -103,7 +103,8 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (rep
 		Weight: c.Weight, Detail: c.Detail, Shown: c.Shown, Chosen: c.Chosen, Prompt: c.Prompt,
 		CreatedAt: now, UpdatedAt: now, Started: c.Started}
 	key := reportKey{r.ID, c.Scorer, turn}
-	if cur := a.reports[key]; cur != nil {
+	if n, ok := a.reportKeys[key]; ok {
+		cur := a.reports.At(int(n))
 		if c.Started < cur.Started {
 			return reportKey{}, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
 		}
@@ -116,17 +117,18 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (rep
 
 func (a *Agent) applyReport(rep Report) {
 	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
-	if cur := a.reports[k]; cur != nil {
+	if n, ok := a.reportKeys[k]; ok {
 		if len(a.previews) > 0 {
 			i, _ := a.runs.find(rep.RunID)
-			a.noteReplace(i, cur)
+			a.noteReplace(i, n)
 		}
-		*cur = rep
+		*a.reports.mut(int(n)) = rep
 		return
 	}
-	p := &rep
-	a.reports[k] = p
-	a.runReports[rep.RunID] = append(a.runReports[rep.RunID], p)
+	n := int32(a.reports.Len())
+	a.reports.Append(rep)
+	a.reportKeys[k] = n
+	a.runReports[rep.RunID] = append(a.runReports[rep.RunID], n)
 }
 
 // Reports lists a run's standing reports in the order they were first made.
@@ -135,8 +137,8 @@ func (a *Agent) Reports(runID string) ([]Report, error) {
 		return nil, err
 	}
 	out := make([]Report, len(a.runReports[runID]))
-	for i, p := range a.runReports[runID] {
-		out[i] = *p
+	for i, n := range a.runReports[runID] {
+		out[i] = *a.reports.At(int(n))
 	}
 	return out, nil
 }
@@ -159,8 +161,8 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 // reportSignals appends, for the reward evaluator, one signal of kind =
 // scorer per standing report of r that has a value.
 func (a *Agent) reportSignals(runID string, buf []objective.Signal) []objective.Signal {
-	for _, p := range a.runReports[runID] {
-		if p.Value != nil {
+	for _, n := range a.runReports[runID] {
+		if p := a.reports.At(int(n)); p.Value != nil {
 			buf = append(buf, objective.Signal{Kind: p.Scorer, Value: *p.Value, OccurredAt: p.UpdatedAt,
 				ReceivedAt: p.UpdatedAt, Seq: p.Seq})
 		}

@@ -19,7 +19,7 @@ type State struct {
 	Objectives []ObjectiveVersion
 	Variations []Variation
 	Feedback   feedbackLog
-	Reports    []Report
+	Reports    cowChunked[Report]
 	Seq        uint64
 }
 
@@ -35,7 +35,7 @@ func (a *Agent) Snapshot() State {
 		Objectives: a.objectives[:len(a.objectives):len(a.objectives)],
 		Variations: a.Variations(),
 		Feedback:   a.feedback.view(),
-		Reports:    a.allReports(),
+		Reports:    a.reports.view(),
 		Seq:        a.seq,
 	}
 }
@@ -50,7 +50,7 @@ func (a *Agent) Snapshot() State {
 //     own sequence order, so an object's runs are listed in claim order;
 //   - variations with their prior before all feedback, which rebuilds the
 //     posteriors by the same additions in the same order;
-//   - signals in receipt order, reports run by run in first-made order.
+//   - signals in receipt order, reports in first-made order.
 //
 // A run's finish is independent of order (a session keeps the finished run
 // with the latest finished_at, ties to the larger id).
@@ -121,31 +121,7 @@ func (s State) events(yield func(seqEvent) bool) {
 	for i := 0; i < s.Feedback.Len() && !stop; i++ {
 		add(0, FeedbackRecorded{Feedback: s.Feedback.at(i, &s.Signals)})
 	}
-	for _, rep := range s.Reports {
+	for _, rep := range s.Reports.Values {
 		add(rep.Seq, ReportRecorded{Report: rep})
 	}
-}
-
-// allReports copies every standing report, run by run in run order, each
-// run's in first-made order, so Restore rebuilds the same lists.
-func (a *Agent) allReports() []Report {
-	n := 0
-	for _, reports := range a.runReports {
-		n += len(reports)
-	}
-	out := make([]Report, 0, n) // a snapshot of many reports regrew this on every one
-	// The runs that have reports, in run order: looking up every run's
-	// reports cost 6 ms over 300,000 runs in the actor's turn.
-	withReports := make([]int32, 0, len(a.runReports))
-	for runID := range a.runReports {
-		i, _ := a.runs.find(runID)
-		withReports = append(withReports, int32(i))
-	}
-	slices.Sort(withReports)
-	for _, i := range withReports {
-		for _, p := range a.runReports[a.runs.id(int(i))] {
-			out = append(out, *p)
-		}
-	}
-	return out
 }
