@@ -73,7 +73,8 @@ type agentActor struct {
 	writeArmed bool      // a writeTurn is on its way
 	appending  bool      // an append is in flight
 	waiters    []waiter
-	broken     bool // an append failed: the in-memory state may be ahead of disk
+	answering  []waiter // onCommitted's, reused: the waiters a commit answers
+	broken     bool     // an append failed: the in-memory state may be ahead of disk
 	// held counts decided writes whose events wait for their records (see
 	// request.hold): no batch leaves while one is held, because the batch
 	// holding a write's events must also hold its records.
@@ -496,18 +497,26 @@ func (x *agentActor) onCommitted(ctx actor.Context, m *committed) {
 	}
 	x.durable, x.durableGen = m.last, m.gen
 	x.unpublish(x.durableGen) // the store answers reads of them now
-	keep := x.waiters[:0]
+	done, keep := x.answering[:0], x.waiters[:0]
 	for _, w := range x.waiters {
 		if w.gen <= x.durableGen {
-			x.respond(w.req, nil)
+			done = append(done, w)
 		} else {
 			keep = append(keep, w)
 		}
 	}
-	x.reg.metrics.batchRequests.Observe(float64(len(x.waiters) - len(keep)))
 	clear(x.waiters[len(keep):])
 	x.waiters = keep
+	// The next batch leaves for the disk before the answers go out: waking
+	// each caller takes time the disk would otherwise sit idle. (Those
+	// callers are still in flight, so the append is not made inline.)
 	x.maybeAppend(ctx)
+	for _, w := range done {
+		x.respond(w.req, nil)
+	}
+	x.reg.metrics.batchRequests.Observe(float64(len(done)))
+	clear(done)
+	x.answering = done[:0]
 	x.maybeSnapshot(ctx)
 }
 
