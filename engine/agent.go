@@ -13,7 +13,7 @@ type Agent struct {
 	info    AgentInfo
 	created bool
 
-	runs          runTable         // creation order, indexed by id
+	runs          *runTable        // creation order, indexed by id; nil before the first
 	runByExternal map[string]int32 // external id → run number
 	// sessionLatest is, per session, the finished run with the latest finished_at.
 	sessionLatest map[string]int32    // → run number
@@ -27,11 +27,7 @@ type Agent struct {
 	variationList []*Variation // creation order
 	feedback      feedbackLog  // append order
 
-	// The standing reports in first-made order, numbered from 0; a report
-	// is replaced in place, so their blocks are copied on write.
-	reports    cowChunked[Report]
-	reportKeys map[reportKey]int32 // (run, scorer, turn) → report number
-	runReports map[string][]int32  // run id → its reports' numbers, first-made order
+	reports *reportTable // standing reports, first-made order, by (run, scorer, turn); nil before the first
 
 	seq uint64 // events applied so far = sequence of the last event
 
@@ -53,8 +49,6 @@ func (a *Agent) makeIndexes() {
 	a.sessionLatest = map[string]int32{}
 	a.objectRuns = map[string][]string{}
 	a.variations = map[string]*Variation{}
-	a.reportKeys = map[reportKey]int32{}
-	a.runReports = map[string][]int32{}
 }
 
 // Info describes the agent; zero until AgentCreated is applied.
@@ -104,6 +98,9 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	case RunCreated:
 		r := e.Run
 		i := int32(a.runs.len())
+		if a.runs == nil {
+			a.runs = &runTable{}
+		}
 		a.runs.add(r)
 		a.signals.addRun(r.ID)
 		if r.ExternalID != "" {
@@ -156,7 +153,9 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 	case ReportRecorded:
 		rep := e.Report
 		rep.Seq = seq
-		a.applyReport(rep)
+		if err := a.applyReport(rep); err != nil {
+			return err
+		}
 	case ObjectivePut:
 		if e.Version != len(a.objectives)+1 {
 			return fmt.Errorf("engine: objective version %d after %d", e.Version, len(a.objectives))

@@ -363,7 +363,16 @@ func TestRestoreEqualsLiveState(t *testing.T) {
 func sameAgent(a, b *Agent) bool {
 	x, y := *a, *b
 	for _, c := range []*Agent{&x, &y} {
-		c.runs.recs.shared, c.runs.extras.shared, c.reports.shared = nil, nil, nil
+		if c.runs != nil {
+			r := *c.runs
+			r.recs.shared, r.extras.shared = nil, nil
+			c.runs = &r
+		}
+		if c.reports != nil {
+			r := *c.reports
+			r.recs.shared, r.extras.shared = nil, nil
+			c.reports = &r
+		}
 	}
 	return reflect.DeepEqual(&x, &y)
 }

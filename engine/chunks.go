@@ -150,3 +150,81 @@ func (c *cowChunked[T]) view() cowChunked[T] {
 	}
 	return cowChunked[T]{chunked: c.chunked.view()}
 }
+
+// cowSparse holds what few items of a numbered sequence have, by number,
+// in blocks of sparseBlockLen made when one of their items first needs
+// one; an item without one reads as nil (at) or as the zero T (mut). Like
+// cowChunked, a view shares the blocks and mut copies a block a view holds
+// before it changes it. Keyed by number rather than kept in the order
+// items first needed one, it is laid out alike however the sequence was
+// rebuilt (live, from the log, from a snapshot).
+type cowSparse[T any] struct {
+	blocks [][]T  // nil, or sparseBlockLen long
+	shared []bool // per block: a view holds it
+}
+
+// sparseBlockLen is small, so a block made for one item costs a few
+// kilobytes however rare such items are.
+const sparseBlockLen = 64
+
+// at returns item i, nil if its block has none.
+func (c *cowSparse[T]) at(i int) *T {
+	if b := i / sparseBlockLen; b < len(c.blocks) && c.blocks[b] != nil {
+		return &c.blocks[b][i%sparseBlockLen]
+	}
+	return nil
+}
+
+// mut returns item i to change in place, making its block or copying it
+// first if a view holds it; valid until the next mut or view.
+func (c *cowSparse[T]) mut(i int) *T {
+	b := i / sparseBlockLen
+	if b >= len(c.blocks) {
+		c.blocks = slices.Grow(c.blocks, b+1-len(c.blocks))[:b+1]
+	}
+	switch {
+	case c.blocks[b] == nil:
+		c.blocks[b] = make([]T, sparseBlockLen)
+	case b < len(c.shared) && c.shared[b]:
+		c.blocks[b] = slices.Clone(c.blocks[b])
+		c.shared[b] = false
+	}
+	return &c.blocks[b][i%sparseBlockLen]
+}
+
+// view is an immutable copy: every block it shares is copied before its
+// next change.
+func (c *cowSparse[T]) view() cowSparse[T] {
+	c.shared = slices.Grow(c.shared[:0], len(c.blocks))[:len(c.blocks)]
+	for b := range c.shared {
+		c.shared[b] = true
+	}
+	return cowSparse[T]{blocks: capped(slices.Clone(c.blocks))}
+}
+
+// unsetSparse drops item i's block once every item in it is zero, so that
+// a sequence whose items lost what they had is laid out as one whose items
+// never had any.
+func unsetSparse[T comparable](c *cowSparse[T], i int) {
+	b := i / sparseBlockLen
+	var zero T
+	for _, v := range c.blocks[b] {
+		if v != zero {
+			return
+		}
+	}
+	c.blocks[b] = nil
+	if b < len(c.shared) {
+		c.shared[b] = false
+	}
+	for len(c.blocks) > 0 && c.blocks[len(c.blocks)-1] == nil {
+		c.blocks = c.blocks[:len(c.blocks)-1]
+	}
+	if len(c.blocks) == 0 {
+		c.blocks = nil
+	}
+	c.shared = c.shared[:min(len(c.shared), len(c.blocks))]
+	if len(c.shared) == 0 {
+		c.shared = nil
+	}
+}

@@ -124,9 +124,9 @@ func AppendState(dst []byte, s State) []byte {
 	for i := range s.Feedback.Len() {
 		w.feedback(s.Feedback.at(i, &s.Signals))
 	}
-	w.uvarint(uint64(s.Reports.Len()))
-	for _, rep := range s.Reports.Values {
-		w.report(rep)
+	w.uvarint(uint64(s.Reports.len()))
+	for n := range s.Reports.len() {
+		w.report(s.Reports.at(n, &s.Runs))
 	}
 	return w
 }
@@ -186,10 +186,18 @@ func DecodeState(b []byte) (State, error) {
 		s.Feedback.add(fb, run, &s.Signals)
 	}
 	s.Feedback = s.Feedback.view()
-	s.Runs = s.Runs.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		s.Reports.Append(r.report())
+		rep := r.report()
+		run, ok := s.Runs.find(rep.RunID)
+		switch {
+		case r.err != nil:
+		case ok:
+			s.Reports.set(rep, run)
+		default:
+			r.fail("report %s of unknown run %s", rep.ID, rep.RunID)
+		}
 	}
+	s.Runs, s.Reports = s.Runs.view(), s.Reports.view()
 	return s, r.done()
 }
 

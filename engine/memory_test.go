@@ -169,15 +169,17 @@ func liveHeap() uint64 {
 // run (100k selections) and per idle agent. The time per op is not the
 // figure: it is the whole build.
 func BenchmarkSignalMemory(b *testing.B) {
-	var perSignal, perFeedback, perRun, perAgent float64
+	var perSignal, perFeedback, perRun, perReport, perAgent float64
 	for b.Loop() {
 		perSignal = heapSignals(b, memoryShape{signals: 100_000, runs: 1_000})
 		perFeedback = heapFeedback(b, 100_000, 1_000)
 		perRun = heapRuns(b, 100_000)
+		perReport = heapReports(b, 100_000)
 		perAgent = heapIdleAgents(b, 10_000)
 	}
 	b.ReportMetric(perSignal, "B/signal")
 	b.ReportMetric(perFeedback, "B/feedback")
 	b.ReportMetric(perRun, "B/run")
+	b.ReportMetric(perReport, "B/report")
 	b.ReportMetric(perAgent, "B/idle-agent")
 }

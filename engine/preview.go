@@ -80,8 +80,8 @@ type Preview struct {
 	moved            []Moved // min-heap by |Δ| (then the larger run id first), at most limit
 	arena            objective.Arena
 	buf              []objective.Signal
-	finishedAfter    map[int]bool     // runs finished after the start
-	reportsAtStart   map[int32]Report // by number: reports replaced since the start
+	finishedAfter    map[int]bool          // runs finished after the start
+	reportsAtStart   map[int32]startReport // by number: reports replaced since the start
 	closed           bool
 }
 
@@ -158,16 +158,19 @@ func (p *Preview) gather(i int, r *Run, buf []objective.Signal) []objective.Sign
 		}
 		buf = a.signals.appendObjective(buf, p.upTo(a.signals.ofObject(cl.Object)))
 	}
-	for _, n := range a.runReports[r.ID] {
-		rep := a.reports.At(int(n))
+	for _, n := range a.reports.ofRun(i) {
 		if old, ok := p.reportsAtStart[n]; ok {
-			rep = &old
-		} else if rep.Seq > p.seq {
+			if old.valued {
+				buf = append(buf, old.sig)
+			}
+			continue
+		}
+		rec := a.reports.record(int(n))
+		if rec.seq > p.seq {
 			continue // made after the start
 		}
-		if rep.Value != nil {
-			buf = append(buf, objective.Signal{Kind: rep.Scorer, Value: *rep.Value, OccurredAt: rep.UpdatedAt,
-				ReceivedAt: rep.UpdatedAt, Seq: rep.Seq})
+		if sig, ok := a.reports.signal(int(n), rec); ok {
+			buf = append(buf, sig)
 		}
 	}
 	return buf
@@ -289,18 +292,25 @@ func (a *Agent) noteFinish(i int) {
 // noteReplace is apply's note, for open previews, that report n of run i
 // is about to be overwritten: a preview that has still to read it keeps it
 // as it stood at the preview's start.
-func (a *Agent) noteReplace(i int, n int32) {
-	cur := a.reports.At(int(n))
+func (a *Agent) noteReplace(i, n int) {
+	cur := a.reports.record(n)
 	for _, p := range a.previews {
-		if i < p.next || i >= p.runs || cur.Seq > p.seq {
+		if i < p.next || i >= p.runs || cur.seq > p.seq {
 			continue
 		}
-		if _, ok := p.reportsAtStart[n]; ok {
+		if _, ok := p.reportsAtStart[int32(n)]; ok {
 			continue
 		}
 		if p.reportsAtStart == nil {
-			p.reportsAtStart = map[int32]Report{}
+			p.reportsAtStart = map[int32]startReport{}
 		}
-		p.reportsAtStart[n] = *cur
+		sig, valued := a.reports.signal(n, cur)
+		p.reportsAtStart[int32(n)] = startReport{sig, valued}
 	}
+}
+
+// startReport is a report as a preview's start saw it.
+type startReport struct {
+	sig    objective.Signal
+	valued bool // it had a value: sig counts
 }

@@ -93,7 +93,7 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 	run := a.runs.objectiveRun(i)
 	claims := a.runs.claims(i)
 	buf := a.scratch
-	n := len(a.signals.ofRun(i)) + len(a.runReports[run.ID])
+	n := len(a.signals.ofRun(i)) + len(a.reports.ofRun(i))
 	for _, cl := range claims {
 		n += len(a.signals.ofObject(cl.Object))
 	}
@@ -105,7 +105,7 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 	for _, cl := range claims {
 		buf = a.signals.appendObjective(buf, a.signals.ofObject(cl.Object))
 	}
-	buf = a.reportSignals(run.ID, buf)
+	buf = a.reportSignals(i, buf)
 	a.scratch = buf
 	return arena.Evaluate(ov.Definition, ov.Version, run, buf, now)
 }

@@ -62,26 +62,28 @@ type ReportRecorded struct{ Report Report }
 
 func (ReportRecorded) eventType() eventType { return evReportRecorded }
 
-type reportKey struct{ run, scorer, turn string }
-
 // ReportReward records a report, or replaces the standing one of its
 // (scorer, turn) unless that one started later (ErrSuperseded).
 func (a *Agent) ReportReward(c ReportReward, now time.Time, rnd *rand.Rand) (Report, []Event, error) {
-	var key reportKey
-	return execute(a, func() (evs []Event, err error) { key, evs, err = a.reportReward(c, now.UTC(), rnd); return },
-		func() Report { return *a.reports.At(int(a.reportKeys[key])) })
+	var rep Report
+	return execute(a, func() (evs []Event, err error) { rep, evs, err = a.reportReward(c, now.UTC(), rnd); return },
+		func() Report {
+			run, _ := a.runs.find(rep.RunID)
+			n, _ := a.reports.find(run, rep.Scorer, rep.TurnID) // it stands now, made or replaced
+			return a.reports.at(n, a.runs)
+		})
 }
 
-func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (reportKey, []Event, error) {
-	r, err := a.run(c.RunID)
+func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (Report, []Event, error) {
+	r, run, err := a.runIndex(c.RunID)
 	if err != nil {
-		return reportKey{}, nil, err
+		return Report{}, nil, err
 	}
 	if !validKind(c.Scorer) {
-		return reportKey{}, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
+		return Report{}, nil, field.Errorf("scorer", "must match ^[a-zA-Z0-9_.-]{1,100}$")
 	}
 	if c.Value != nil && (math.IsNaN(*c.Value) || math.IsInf(*c.Value, 0)) {
-		return reportKey{}, nil, field.Errorf("value", "must be a finite number")
+		return Report{}, nil, field.Errorf("value", "must be a finite number")
 	}
 	turn := c.TurnID
 	if c.TraceID != "" {
@@ -92,53 +94,53 @@ func (a *Agent) reportReward(c ReportReward, now time.Time, rnd *rand.Rand) (rep
 			}
 		}
 		if trace == nil {
-			return reportKey{}, nil, field.Errorf("trace_id", "%q is not a registered trace of job %s", c.TraceID, r.ID)
+			return Report{}, nil, field.Errorf("trace_id", "%q is not a registered trace of job %s", c.TraceID, r.ID)
 		}
 		if c.TurnID != "" && c.TurnID != trace.TurnID {
-			return reportKey{}, nil, field.Errorf("turn_id", "%q conflicts with trace %s, which is turn %q", c.TurnID, c.TraceID, trace.TurnID)
+			return Report{}, nil, field.Errorf("turn_id", "%q conflicts with trace %s, which is turn %q", c.TurnID, c.TraceID, trace.TurnID)
 		}
 		turn = trace.TurnID
 	}
 	rep := Report{RunID: r.ID, Kind: c.Kind, Scorer: c.Scorer, TurnID: turn, TraceID: c.TraceID, Value: c.Value,
 		Weight: c.Weight, Detail: c.Detail, Shown: c.Shown, Chosen: c.Chosen, Prompt: c.Prompt,
 		CreatedAt: now, UpdatedAt: now, Started: c.Started}
-	key := reportKey{r.ID, c.Scorer, turn}
-	if n, ok := a.reportKeys[key]; ok {
-		cur := a.reports.At(int(n))
+	if n, ok := a.reports.find(run, c.Scorer, turn); ok {
+		cur := a.reports.at(n, a.runs)
 		if c.Started < cur.Started {
-			return reportKey{}, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
+			return Report{}, nil, fmt.Errorf("report %s for (%s, %q) was replaced by a later request: %w", cur.ID, c.Scorer, turn, ErrSuperseded)
 		}
 		rep.ID, rep.CreatedAt = cur.ID, cur.CreatedAt
 	} else {
 		rep.ID = id.New(id.Report, now, rnd)
 	}
-	return key, []Event{ReportRecorded{Report: rep}}, nil
+	return rep, []Event{ReportRecorded{Report: rep}}, nil
 }
 
-func (a *Agent) applyReport(rep Report) {
-	k := reportKey{rep.RunID, rep.Scorer, rep.TurnID}
-	if n, ok := a.reportKeys[k]; ok {
-		if len(a.previews) > 0 {
-			i, _ := a.runs.find(rep.RunID)
-			a.noteReplace(i, n)
-		}
-		*a.reports.mut(int(n)) = rep
-		return
+func (a *Agent) applyReport(rep Report) error {
+	run, ok := a.runs.find(rep.RunID)
+	if !ok {
+		return fmt.Errorf("engine: report of unknown run %s", rep.RunID)
 	}
-	n := int32(a.reports.Len())
-	a.reports.Append(rep)
-	a.reportKeys[k] = n
-	a.runReports[rep.RunID] = append(a.runReports[rep.RunID], n)
+	if n, ok := a.reports.find(run, rep.Scorer, rep.TurnID); ok && len(a.previews) > 0 {
+		a.noteReplace(run, n)
+	}
+	if a.reports == nil {
+		a.reports = &reportTable{}
+	}
+	a.reports.set(rep, run)
+	return nil
 }
 
 // Reports lists a run's standing reports in the order they were first made.
 func (a *Agent) Reports(runID string) ([]Report, error) {
-	if _, err := a.run(runID); err != nil {
+	_, run, err := a.runIndex(runID)
+	if err != nil {
 		return nil, err
 	}
-	out := make([]Report, len(a.runReports[runID]))
-	for i, n := range a.runReports[runID] {
-		out[i] = *a.reports.At(int(n))
+	idx := a.reports.ofRun(run)
+	out := make([]Report, len(idx))
+	for i, n := range idx {
+		out[i] = a.reports.at(int(n), a.runs)
 	}
 	return out, nil
 }
@@ -159,12 +161,11 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 }
 
 // reportSignals appends, for the reward evaluator, one signal of kind =
-// scorer per standing report of r that has a value.
-func (a *Agent) reportSignals(runID string, buf []objective.Signal) []objective.Signal {
-	for _, n := range a.runReports[runID] {
-		if p := a.reports.At(int(n)); p.Value != nil {
-			buf = append(buf, objective.Signal{Kind: p.Scorer, Value: *p.Value, OccurredAt: p.UpdatedAt,
-				ReceivedAt: p.UpdatedAt, Seq: p.Seq})
+// scorer per standing report of run number run that has a value.
+func (a *Agent) reportSignals(run int, buf []objective.Signal) []objective.Signal {
+	for _, n := range a.reports.ofRun(run) {
+		if sig, ok := a.reports.signal(int(n), a.reports.record(int(n))); ok {
+			buf = append(buf, sig)
 		}
 	}
 	return buf

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"iter"
-	"slices"
 	"time"
 
 	"github.com/plaudit/plaudit/engine/objective"
@@ -30,11 +29,12 @@ import (
 // A run changes after it is made (finished, claims, traces), so records
 // and extras are kept in copy-on-write blocks: a view shares them, and a
 // block a view holds is copied before one of its runs changes.
-// The zero runTable is empty; a view has no index.
+// The zero runTable is empty, and so is a nil one, which is what an agent
+// that never had a run holds; a view has no index.
 type runTable struct {
 	recs   cowChunked[runRecord]
 	ids    chunked[string]
-	extras runExtras
+	extras cowSparse[runExtra]
 	names  names
 	agent  string   // the id of the agent, which nearly every run names
 	index  runIndex // id → number; made at the first run, none in a view
@@ -71,7 +71,12 @@ type runExtra struct {
 }
 
 // len is the number of runs.
-func (t *runTable) len() int { return t.recs.Len() }
+func (t *runTable) len() int {
+	if t == nil {
+		return 0
+	}
+	return t.recs.Len()
+}
 
 // add appends r as the next run.
 func (t *runTable) add(r Run) {
@@ -122,7 +127,7 @@ func (t *runTable) setFinished(rec *runRecord, x *runExtra, finished, succeeded 
 
 // find returns the number of the run with that id.
 func (t *runTable) find(runID string) (int, bool) {
-	if t.index.ulids != nil {
+	if t != nil && t.index.ulids != nil {
 		if n, ok := t.index.get(runID); ok {
 			return int(n), true
 		}
@@ -206,52 +211,8 @@ func (t *runTable) All() iter.Seq[Run] {
 
 // view is an immutable copy: later runs and changes never show in it.
 func (t *runTable) view() runTable {
+	if t == nil {
+		return runTable{}
+	}
 	return runTable{recs: t.recs.view(), ids: t.ids.view(), extras: t.extras.view(), names: t.names.view(), agent: t.agent}
-}
-
-// runExtras holds runs' extras by run number, in blocks of extraBlockLen
-// made when one of their runs first needs an extra. A run without one
-// reads as the zero runExtra: no external id, labels, claims or traces.
-type runExtras struct {
-	blocks [][]runExtra // nil, or extraBlockLen long
-	shared []bool       // per block: a view holds it
-}
-
-// extraBlockLen is small, so a block made for one run's extra costs a few
-// kilobytes however rare extras are.
-const extraBlockLen = 64
-
-// at returns run i's extra, nil if its block has none.
-func (e *runExtras) at(i int) *runExtra {
-	if b := i / extraBlockLen; b < len(e.blocks) && e.blocks[b] != nil {
-		return &e.blocks[b][i%extraBlockLen]
-	}
-	return nil
-}
-
-// mut returns run i's extra to change in place, copying its block first if
-// a view holds it; valid until the next mut or view.
-func (e *runExtras) mut(i int) *runExtra {
-	b := i / extraBlockLen
-	if b >= len(e.blocks) {
-		e.blocks = slices.Grow(e.blocks, b+1-len(e.blocks))[:b+1]
-	}
-	switch {
-	case e.blocks[b] == nil:
-		e.blocks[b] = make([]runExtra, extraBlockLen)
-	case b < len(e.shared) && e.shared[b]:
-		e.blocks[b] = slices.Clone(e.blocks[b])
-		e.shared[b] = false
-	}
-	return &e.blocks[b][i%extraBlockLen]
-}
-
-// view is an immutable copy: every block it shares is copied before its
-// next change.
-func (e *runExtras) view() runExtras {
-	e.shared = slices.Grow(e.shared[:0], len(e.blocks))[:len(e.blocks)]
-	for b := range e.shared {
-		e.shared[b] = true
-	}
-	return runExtras{blocks: capped(slices.Clone(e.blocks))}
 }

@@ -63,7 +63,7 @@ func TestRunTableViewsKeepTheirMoment(t *testing.T) {
 		runs []Run
 	}
 	var moments []moment
-	n := 2*chunkLen + extraBlockLen + 5
+	n := 2*chunkLen + sparseBlockLen + 5
 	for i := range n {
 		tbl.add(Run{ID: fmt.Sprintf("run_%d", i), AgentID: "agt_1", Version: fmt.Sprint(i % 3), CreatedAt: t0})
 		if i%7 == 3 {

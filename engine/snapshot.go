@@ -19,7 +19,7 @@ type State struct {
 	Objectives []ObjectiveVersion
 	Variations []Variation
 	Feedback   feedbackLog
-	Reports    cowChunked[Report]
+	Reports    reportTable
 	Seq        uint64
 }
 
@@ -121,7 +121,8 @@ func (s State) events(yield func(seqEvent) bool) {
 	for i := 0; i < s.Feedback.Len() && !stop; i++ {
 		add(0, FeedbackRecorded{Feedback: s.Feedback.at(i, &s.Signals)})
 	}
-	for _, rep := range s.Reports.Values {
+	for n := 0; n < s.Reports.len() && !stop; n++ {
+		rep := s.Reports.at(n, &s.Runs)
 		add(rep.Seq, ReportRecorded{Report: rep})
 	}
 }

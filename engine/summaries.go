@@ -117,7 +117,11 @@ func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until ti
 
 // versionSummary takes the view of version's runs under ov, read at now.
 func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Time) *VersionSummary {
-	version, ok := a.runs.names.find(key.version)
+	var version uint32
+	ok := false
+	if a.runs != nil {
+		version, ok = a.runs.names.find(key.version)
+	}
 	n := 0
 	for i := range a.runs.len() {
 		if ok && a.runs.recs.At(i).version == version {
@@ -131,9 +135,9 @@ func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Tim
 			continue
 		}
 		sr := summaryRun{run: int32(i), signals: capped(a.signals.ofRun(i))}
-		claims, reports := a.runs.claims(i), a.runReports[a.runs.id(i)]
+		claims, reports := a.runs.claims(i), a.reports.ofRun(i)
 		if len(claims) > 0 || len(reports) > 0 {
-			x := &summaryExtra{reports: a.reportSignals(a.runs.id(i), nil)}
+			x := &summaryExtra{reports: a.reportSignals(i, nil)}
 			for _, cl := range claims {
 				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
 			}
