@@ -45,7 +45,7 @@ type reportKey struct {
 	scorer, turn uint32
 }
 
-// reportRecord is one standing report: 96 bytes, no pointers.
+// reportRecord is one standing report: 80 bytes, no pointers.
 type reportRecord struct {
 	id      ulid.ULID // zero: the id is in the extra
 	value   float64   // when hasValue

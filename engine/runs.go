@@ -36,7 +36,7 @@ type runTable struct {
 	ids    chunked[string]
 	extras cowSparse[runExtra]
 	names  names
-	agent  string   // the id of the agent, which nearly every run names
+	agent  string   // the agent id of the first run, which nearly every run names
 	index  runIndex // id → number; made at the first run, none in a view
 }
 
