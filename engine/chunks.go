@@ -144,11 +144,17 @@ func (c *cowChunked[T]) mut(i int) *T {
 // view is chunked's view; every block it shares is copied before its next
 // change.
 func (c *cowChunked[T]) view() cowChunked[T] {
-	c.shared = slices.Grow(c.shared[:0], len(c.blocks))[:len(c.blocks)]
-	for b := range c.shared {
-		c.shared[b] = true
-	}
+	c.shared = allShared(c.shared, len(c.blocks))
 	return cowChunked[T]{chunked: c.chunked.view()}
+}
+
+// allShared marks all n blocks as held by a view, reusing shared.
+func allShared(shared []bool, n int) []bool {
+	shared = slices.Grow(shared[:0], n)[:n]
+	for b := range shared {
+		shared[b] = true
+	}
+	return shared
 }
 
 // cowSparse holds what few items of a numbered sequence have, by number,
@@ -182,12 +188,14 @@ func (c *cowSparse[T]) mut(i int) *T {
 	if b >= len(c.blocks) {
 		c.blocks = slices.Grow(c.blocks, b+1-len(c.blocks))[:b+1]
 	}
-	switch {
+	switch shared := b < len(c.shared) && c.shared[b]; {
 	case c.blocks[b] == nil:
 		c.blocks[b] = make([]T, sparseBlockLen)
-	case b < len(c.shared) && c.shared[b]:
+	case shared:
 		c.blocks[b] = slices.Clone(c.blocks[b])
-		c.shared[b] = false
+	}
+	if b < len(c.shared) {
+		c.shared[b] = false // the block is this sequence's own now
 	}
 	return &c.blocks[b][i%sparseBlockLen]
 }
@@ -195,10 +203,7 @@ func (c *cowSparse[T]) mut(i int) *T {
 // view is an immutable copy: every block it shares is copied before its
 // next change.
 func (c *cowSparse[T]) view() cowSparse[T] {
-	c.shared = slices.Grow(c.shared[:0], len(c.blocks))[:len(c.blocks)]
-	for b := range c.shared {
-		c.shared[b] = true
-	}
+	c.shared = allShared(c.shared, len(c.blocks))
 	return cowSparse[T]{blocks: capped(slices.Clone(c.blocks))}
 }
 
@@ -214,17 +219,10 @@ func unsetSparse[T comparable](c *cowSparse[T], i int) {
 		}
 	}
 	c.blocks[b] = nil
-	if b < len(c.shared) {
-		c.shared[b] = false
-	}
 	for len(c.blocks) > 0 && c.blocks[len(c.blocks)-1] == nil {
 		c.blocks = c.blocks[:len(c.blocks)-1]
 	}
 	if len(c.blocks) == 0 {
 		c.blocks = nil
-	}
-	c.shared = c.shared[:min(len(c.shared), len(c.blocks))]
-	if len(c.shared) == 0 {
-		c.shared = nil
 	}
 }

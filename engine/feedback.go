@@ -68,7 +68,7 @@ func (l *feedbackLog) add(fb Feedback, run int, runs *SignalLog) {
 	}
 	var odd oddFeedback
 	isOdd := false
-	if u, ok := id.Parse(id.Feedback, fb.ID); ok && !u.IsZero() {
+	if u, ok := recordID(id.Feedback, fb.ID); ok {
 		rec.id = u
 	} else {
 		odd.id, isOdd = fb.ID, true

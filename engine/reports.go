@@ -132,7 +132,7 @@ func (t *reportTable) set(rep Report, run int) {
 		prompt: rep.Prompt}
 	var odd oddReport
 	isOdd := false
-	if u, ok := id.Parse(id.Report, rep.ID); ok && !u.IsZero() {
+	if u, ok := recordID(id.Report, rep.ID); ok {
 		rec.id = u
 	} else {
 		odd.id, isOdd = rep.ID, true

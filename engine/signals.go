@@ -81,6 +81,14 @@ const (
 	farStamps stamp = noTime + 1<<32
 )
 
+// recordID returns the ULID a record keeps for an id: ok when the id is
+// prefix and a ULID as id.New writes it, and not the zero ULID, which a
+// record reads as "the id is in the side table".
+func recordID(prefix, s string) (ulid.ULID, bool) {
+	u, ok := id.Parse(prefix, s)
+	return u, ok && !u.IsZero()
+}
+
 // exactStamp returns t as a stamp when the stamp reads back (exact) as t
 // exactly, == and not only Equal, its location included: the zero time,
 // or a UTC time within Unix nanoseconds.
@@ -121,7 +129,7 @@ func (l *SignalLog) add(s Signal, run int) {
 		idx := l.runSignals.At(run)
 		*idx = append(*idx, i)
 	}
-	if u, ok := id.Parse(id.Signal, s.ID); ok && !u.IsZero() {
+	if u, ok := recordID(id.Signal, s.ID); ok {
 		rec.id = u
 	} else {
 		l.oddIDs = append(l.oddIDs, oddID{i, s.ID})
