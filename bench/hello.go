@@ -59,7 +59,8 @@ func ServeHello(httpAddr, natsAddr, key string, stop <-chan struct{}) error {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}()
-	responder, err := nats.Connect(ns.ClientURL(), append(e.ConnectOptions(), nats.Name("bench-echo"))...)
+	// In process, as Plaudit's door is connected to its embedded server.
+	responder, err := nats.Connect(ns.ClientURL(), append(e.ConnectOptions(), nats.Name("bench-echo"), nats.InProcessServer(ns))...)
 	if err != nil {
 		return fmt.Errorf("bench-hello: echo connect: %w", err)
 	}

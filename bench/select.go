@@ -72,8 +72,9 @@ func NATSSelect(natsURL, key, agentID string, l Loop) (Result, error) {
 }
 
 // NATSEcho is the floor for any NATS answer: a bare subscriber (no micro
-// service, no goroutine per request) on an embedded nats-server on
-// loopback, responding with the request's own body, hit like NATSSelect:
+// service, no goroutine per request) connected in process to an embedded
+// nats-server on loopback, as Plaudit's door is, responding with the
+// request's own body, hit like NATSSelect:
 // same connections, concurrency, header and body.
 func NATSEcho(l Loop) (res Result, err error) {
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, NoSigs: true, NoLog: true})
@@ -88,7 +89,7 @@ func NATSEcho(l Loop) (res Result, err error) {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		return Result{}, errors.New("bench: echo nats: not ready after 10s")
 	}
-	responder, err := nats.Connect(ns.ClientURL(), nats.Name("bench-echo"))
+	responder, err := nats.Connect(ns.ClientURL(), nats.Name("bench-echo"), nats.InProcessServer(ns))
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: echo connect: %w", err)
 	}

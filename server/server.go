@@ -306,7 +306,9 @@ func (s *Server) saveUsage() {
 
 // startNATS embeds an authenticating nats-server (clients connect with an
 // API key as their token; see natsdoor.Embedded) and connects to it with
-// Plaudit's own nkey, or connects to the external NATS at NATSURL.
+// Plaudit's own nkey, in process (no socket between the door and its
+// server: a tenth off a request at 1 in flight, BENCHMARKS.md), or
+// connects to the external NATS at NATSURL.
 // natsHeaderRoom is what the embedded server's max_payload allows beyond
 // the body limit, for a request's headers.
 const natsHeaderRoom = 64 << 10
@@ -357,6 +359,7 @@ func (s *Server) startNATS() error {
 		}
 		s.nats = ns
 		url = ns.ClientURL()
+		opts = append(opts, nats.InProcessServer(ns))
 		opts = append(opts, s.embedded.ConnectOptions()...)
 	}
 	switch {
