@@ -8,6 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
+	"github.com/plaudit/plaudit/engine/id"
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
@@ -109,8 +112,8 @@ func AppendState(dst []byte, s State) []byte {
 		}
 	}
 	w.uvarint(uint64(s.Signals.Len()))
-	for sig := range s.Signals.All() {
-		w.signal(sig)
+	for i := range s.Signals.Len() {
+		w.signalAt(&s.Signals, i)
 	}
 	w.uvarint(uint64(len(s.Objectives)))
 	for _, o := range s.Objectives {
@@ -122,11 +125,11 @@ func AppendState(dst []byte, s State) []byte {
 	}
 	w.uvarint(uint64(s.Feedback.Len()))
 	for i := range s.Feedback.Len() {
-		w.feedback(s.Feedback.at(i, &s.Signals))
+		w.feedbackAt(&s.Feedback, i, &s.Signals)
 	}
 	w.uvarint(uint64(s.Reports.len()))
 	for n := range s.Reports.len() {
-		w.report(s.Reports.at(n, &s.Runs))
+		w.reportAt(&s.Reports, n, &s.Runs)
 	}
 	return w
 }
@@ -243,6 +246,34 @@ func (w *writer) time(t time.Time) {
 	w.varint(t.UnixNano())
 }
 
+// ulid writes prefix + u's text as str writes id.Format(prefix, u), without
+// making the string.
+func (w *writer) ulid(prefix string, u ulid.ULID) {
+	w.uvarint(uint64(len(prefix) + ulid.EncodedSize))
+	*w = append(append(*w, prefix...), make([]byte, ulid.EncodedSize)...)
+	_ = u.MarshalTextTo((*w)[len(*w)-ulid.EncodedSize:])
+}
+
+// stamp writes a signal record's time as time writes the time it stands
+// for: far holds those outside Unix nanoseconds (SignalLog.time).
+func (w *writer) stamp(s stamp, far []time.Time) {
+	if s != noTime && s < farStamps {
+		w.time(far[s-noTime-1])
+		return
+	}
+	w.exact(s)
+}
+
+// exact writes a stamp as time writes s.exact().
+func (w *writer) exact(s stamp) {
+	if s == noTime {
+		*w = append(*w, 0)
+		return
+	}
+	*w = append(*w, 1)
+	w.varint(int64(s))
+}
+
 func (w *writer) labels(m map[string]string) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -296,6 +327,27 @@ func (w *writer) trace(t Trace) {
 	w.time(t.CreatedAt)
 }
 
+// signalAt writes signal i of l as signal writes l.At(i), from its record:
+// a snapshot writes every signal, and making each one's id had cost an
+// allocation a signal and most of the encoding's time.
+func (w *writer) signalAt(l *SignalLog, i int) {
+	rec := l.recs.At(i)
+	if rec.id.IsZero() {
+		w.str(l.oddID(i))
+	} else {
+		w.ulid(id.Signal, rec.id)
+	}
+	w.str(l.names.at(rec.kind))
+	w.float(rec.value)
+	w.str(l.runOf(rec))
+	w.str(l.names.at(rec.session))
+	w.str(l.names.at(rec.object))
+	w.str(l.dedupOf(rec))
+	w.stamp(rec.occurred, l.farTimes)
+	w.stamp(rec.received, l.farTimes)
+	w.uvarint(rec.seq)
+}
+
 func (w *writer) signal(s Signal) {
 	w.str(s.ID)
 	w.str(s.Kind)
@@ -328,6 +380,22 @@ func (w *writer) variation(v Variation) {
 
 func (w *writer) feedback(fb Feedback) {
 	w.str(fb.ID)
+	w.feedbackBody(fb)
+}
+
+// feedbackAt writes record i of l as feedback writes l.at(i, runs),
+// without making its id's string.
+func (w *writer) feedbackAt(l *feedbackLog, i int, runs *SignalLog) {
+	if rec := l.recs.At(i); rec.id.IsZero() {
+		w.str(l.id(i))
+	} else {
+		w.ulid(id.Feedback, rec.id)
+	}
+	w.feedbackBody(l.entry(i, runs))
+}
+
+// feedbackBody writes what feedback writes after the id.
+func (w *writer) feedbackBody(fb Feedback) {
 	w.str(fb.RunID)
 	w.str(fb.VariationID)
 	w.boolean(fb.Score != nil)
@@ -339,6 +407,55 @@ func (w *writer) feedback(fb Feedback) {
 	w.labels(fb.Labels)
 	w.str(fb.ProfileID)
 	w.time(fb.CreatedAt)
+}
+
+// reportAt writes report n of t as report writes t.at(n, runs), from its
+// record, for the reason signalAt does (an id and a value's allocations).
+func (w *writer) reportAt(t *reportTable, n int, runs *runTable) {
+	rec := t.recs.At(n)
+	var (
+		x   reportExtra
+		odd oddReport
+	)
+	if p := t.extras.at(n); p != nil {
+		x = *p
+		if x.odd != nil {
+			odd = *x.odd
+		}
+	}
+	if rec.id.IsZero() {
+		w.str(odd.id)
+	} else {
+		w.ulid(id.Report, rec.id)
+	}
+	kind := reportKinds[rec.kind]
+	if rec.kind == reportOtherKind && x.odd != nil {
+		kind = odd.kind
+	}
+	for _, s := range []string{runs.id(int(rec.run)), kind, t.names.at(rec.scorer), t.names.at(rec.turn), x.traceID} {
+		w.str(s)
+	}
+	hasValue := rec.flags&reportHasValue != 0
+	w.boolean(hasValue)
+	if hasValue {
+		w.float(rec.value)
+	}
+	w.float(rec.weight)
+	for _, s := range []string{x.detail, x.shown, x.chosen, x.prompt} {
+		w.str(s)
+	}
+	if rec.flags&reportFarCreated != 0 {
+		w.time(odd.created)
+	} else {
+		w.exact(rec.created)
+	}
+	if rec.flags&reportFarUpdated != 0 {
+		w.time(odd.updated)
+	} else {
+		w.exact(rec.updated)
+	}
+	w.uvarint(rec.started)
+	w.uvarint(rec.seq)
 }
 
 func (w *writer) report(p Report) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -48,6 +49,12 @@ func TestFeedbackLogReadsBackWhatWasAdded(t *testing.T) {
 		for name, log := range map[string]*feedbackLog{"log": &l, "view": &v} {
 			if got := log.at(i, &runs); !reflect.DeepEqual(got, tc.fb) {
 				t.Errorf("%s: %s reads back %+v, want %+v", tc.name, name, got, tc.fb)
+			}
+			var fromRecord, fromValue writer
+			fromRecord.feedbackAt(log, i, &runs)
+			fromValue.feedback(log.at(i, &runs))
+			if !bytes.Equal(fromRecord, fromValue) {
+				t.Errorf("%s: %s encodes from its record as %x, from its value as %x", tc.name, name, fromRecord, fromValue)
 			}
 			if got := log.ofRun(i, tc.run, tc.fb.RunID); !got {
 				t.Errorf("%s: %s: not of its own run", tc.name, name)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -24,7 +25,8 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 			Weight: 2, Shown: `["a","b"]`, Chosen: `"a"`, Prompt: "pick", CreatedAt: t0, UpdatedAt: t0.Add(time.Second), Seq: 10},
 		{ID: "custom", RunID: "run_2", Kind: "another", Scorer: "review", Detail: `{"why":"ok"}`, Value: ptr(-1),
 			CreatedAt: far, UpdatedAt: time.Unix(0, 0).UTC(), Seq: 11},
-		{ID: "rpt_01KB6ZQ2XJCQ3J0AWVMZ5ZQK80", RunID: "run_2", Kind: ReportReview, Scorer: "review", TurnID: "t2"},
+		{ID: "rpt_01KB6ZQ2XJCQ3J0AWVMZ5ZQK80", RunID: "run_2", Kind: ReportReview, Scorer: "review", TurnID: "t2",
+			UpdatedAt: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	var tbl reportTable
 	for _, rep := range reports {
@@ -39,6 +41,18 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 		if got := view.at(n, &runs); !reflect.DeepEqual(got, want) {
 			t.Errorf("report %d in the view:\n got %+v\nwant %+v", n, got, want)
 		}
+		var fromRecord, fromValue writer
+		fromRecord.reportAt(&view, n, &runs)
+		fromValue.report(want)
+		if !bytes.Equal(fromRecord, fromValue) {
+			t.Errorf("report %d encodes from its record as %x, from its value as %x", n, fromRecord, fromValue)
+		}
+	}
+	var fromRecord, fromValue writer
+	fromRecord.reportAt(&tbl, 2, &runs)
+	fromValue.report(replaced)
+	if !bytes.Equal(fromRecord, fromValue) {
+		t.Errorf("the replacement encodes from its record as %x, from its value as %x", fromRecord, fromValue)
 	}
 	if n, ok := tbl.find(1, "review", ""); !ok || n != 2 {
 		t.Fatalf("the replaced report is %d, %v; want 2", n, ok)

@@ -183,18 +183,34 @@ func (l *SignalLog) At(i int) Signal {
 	s := Signal{Kind: l.names.at(rec.kind), Value: rec.value, SessionID: l.names.at(rec.session), Object: l.names.at(rec.object),
 		OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq}
 	if rec.id.IsZero() {
-		k, _ := slices.BinarySearchFunc(l.oddIDs, int32(i), func(o oddID, at int32) int { return int(o.at - at) })
-		s.ID = l.oddIDs[k].id
+		s.ID = l.oddID(i)
 	} else {
 		s.ID = id.Format(id.Signal, rec.id)
 	}
-	if rec.run != 0 {
-		s.RunID = *l.runIDs.At(int(rec.run) - 1)
-	}
-	if rec.dedup != 0 {
-		s.DedupKey = *l.dedupKeys.At(int(rec.dedup) - 1)
-	}
+	s.RunID, s.DedupKey = l.runOf(rec), l.dedupOf(rec)
 	return s
+}
+
+// oddID is the id of signal i when its record holds none.
+func (l *SignalLog) oddID(i int) string {
+	k, _ := slices.BinarySearchFunc(l.oddIDs, int32(i), func(o oddID, at int32) int { return int(o.at - at) })
+	return l.oddIDs[k].id
+}
+
+// runOf is the id of the run a record was sent to by id ("" for none).
+func (l *SignalLog) runOf(rec *signalRecord) string {
+	if rec.run == 0 {
+		return ""
+	}
+	return *l.runIDs.At(int(rec.run) - 1)
+}
+
+// dedupOf is a record's dedup key ("" for none).
+func (l *SignalLog) dedupOf(rec *signalRecord) string {
+	if rec.dedup == 0 {
+		return ""
+	}
+	return *l.dedupKeys.At(int(rec.dedup) - 1)
 }
 
 // All yields every signal in receipt order.

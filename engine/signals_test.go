@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"testing"
@@ -38,6 +39,12 @@ func TestSignalLogReadsBackWhatWasAdded(t *testing.T) {
 	for i, want := range signals {
 		if got := view.At(i); !reflect.DeepEqual(got, want) {
 			t.Errorf("signal %d:\n got %+v\nwant %+v", i, got, want)
+		}
+		var fromRecord, fromValue writer
+		fromRecord.signalAt(&view, i)
+		fromValue.signal(want)
+		if !bytes.Equal(fromRecord, fromValue) {
+			t.Errorf("signal %d encodes from its record as %x, from its value as %x", i, fromRecord, fromValue)
 		}
 	}
 	if i, ok := l.byDedupKey("msg-2"); !ok || i != 3 {
