@@ -28,9 +28,8 @@ type (
 	stepTurn struct{ req *request }
 	// snapshotted reports the end of one snapshot save.
 	snapshotted struct {
-		seq  uint64
-		size int // bytes of the encoded state
-		err  error
+		seq uint64
+		err error
 	}
 )
 
@@ -84,7 +83,6 @@ type agentActor struct {
 	stepping []*request
 
 	snapSeq     uint64    // last event covered by a saved snapshot
-	snapSize    int       // bytes of the last snapshot's encoded state
 	snapDue     time.Time // when the unsnapshotted events must be snapshotted
 	snapping    bool
 	snapWaiting *engine.State // a view taken ahead of durability, saved when durable reaches it
@@ -590,20 +588,13 @@ func (x *agentActor) maybeSnapshot(ctx actor.Context) {
 	x.io.Add(1)
 	self, store, agentID := ctx.Self(), x.reg.store, x.agentID
 	root := ctx.ActorSystem().Root
-	// The state grew since the last snapshot; sizing the buffer by bytes
-	// per event saves regrowing it, a third of a snapshot's allocations.
-	size := 0
-	if x.snapSeq > 0 {
-		size = int(uint64(x.snapSize)*st.Seq/x.snapSeq) + x.snapSize/8
-	}
 	m := x.reg.metrics
 	x.reg.workers.Go(func() {
 		start := time.Now()
-		state := engine.AppendState(make([]byte, 0, size), st)
-		err := store.SaveSnapshot(agentID, st.Seq, state)
+		err := store.SaveSnapshot(agentID, st.Seq, st) // encoded as the store compresses it
 		m.snapshot.Observe(since(start))
 		x.io.Done()
-		root.Send(self, &snapshotted{seq: st.Seq, size: len(state), err: err})
+		root.Send(self, &snapshotted{seq: st.Seq, err: err})
 	})
 }
 
@@ -618,7 +609,6 @@ func (x *agentActor) onSnapshotted(ctx actor.Context, m *snapshotted) {
 	if m.seq > x.snapSeq {
 		x.snapSeq = m.seq
 	}
-	x.snapSize = m.size
 	x.maybeSnapshot(ctx) // events that arrived while this one was written may be due
 }
 
@@ -638,7 +628,7 @@ func (x *agentActor) onIdle(ctx actor.Context) {
 	if x.agent != nil && x.agent.LastSeq() > x.snapSeq { // every event is durable here
 		start := time.Now()
 		st := x.agent.Snapshot()
-		if err := x.reg.store.SaveSnapshot(x.agentID, st.Seq, engine.AppendState(nil, st)); err == nil {
+		if err := x.reg.store.SaveSnapshot(x.agentID, st.Seq, st); err == nil {
 			x.snapSeq = st.Seq
 		} else {
 			x.reg.metrics.snapshotFailed.Inc()

@@ -211,7 +211,7 @@ func TestSnapshotOfAnotherSequenceIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SaveSnapshot(info.ID, rec.LastSeq, engine.AppendState(nil, a.Snapshot())); err != nil {
+	if err := store.SaveSnapshot(info.ID, rec.LastSeq, a.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
 

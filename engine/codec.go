@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
@@ -100,7 +101,57 @@ func DecodeEvent(b []byte) (ev Event, err error) {
 
 // AppendState appends the encoding of a snapshot view to dst.
 func AppendState(dst []byte, s State) []byte {
-	w := writer(append(dst, snapshotV2, snapshotMagic))
+	w := writer(dst)
+	encodeState(&w, s, nil)
+	return w
+}
+
+// stateChunk is how many bytes of a snapshot WriteState buffers before it
+// writes them out.
+const stateChunk = 64 << 10
+
+// WriteState writes the encoding of a snapshot view to out, as AppendState
+// would append it, through a buffer of about stateChunk bytes: a snapshot
+// is compressed as it is encoded, never held whole. It returns the bytes
+// written.
+func WriteState(out io.Writer, s State) (int64, error) {
+	return writeState(out, s, stateChunk)
+}
+
+// WriteTo writes the encoding of s to w (WriteState), so that a store
+// takes a snapshot view as it is (persist.State).
+func (s State) WriteTo(w io.Writer) (int64, error) { return WriteState(w, s) }
+
+func writeState(out io.Writer, s State, chunk int) (int64, error) {
+	w := make(writer, 0, chunk)
+	var (
+		n   int64
+		err error
+	)
+	flush := func(w *writer) {
+		if err == nil && len(*w) > 0 {
+			var k int
+			k, err = out.Write(*w)
+			n += int64(k)
+		}
+		*w = (*w)[:0]
+	}
+	encodeState(&w, s, func(w *writer) {
+		if len(*w) >= chunk {
+			flush(w)
+		}
+	})
+	flush(&w)
+	return n, err
+}
+
+// encodeState encodes s into w, calling each, when not nil, after every
+// record (run, signal, feedback, report, ...).
+func encodeState(w *writer, s State, each func(*writer)) {
+	if each == nil {
+		each = func(*writer) {}
+	}
+	*w = append(*w, snapshotV2, snapshotMagic)
 	w.uvarint(s.Seq)
 	w.boolean(s.Created)
 	w.agentInfo(s.Info)
@@ -110,28 +161,33 @@ func AppendState(dst []byte, s State) []byte {
 		for _, c := range r.Claims {
 			w.uvarint(c.Seq)
 		}
+		each(w)
 	}
 	w.uvarint(uint64(s.Signals.Len()))
 	for i := range s.Signals.Len() {
 		w.signalAt(&s.Signals, i)
+		each(w)
 	}
 	w.uvarint(uint64(len(s.Objectives)))
 	for _, o := range s.Objectives {
 		w.objective(o)
+		each(w)
 	}
 	w.uvarint(uint64(len(s.Variations)))
 	for _, v := range s.Variations {
 		w.variation(v)
+		each(w)
 	}
 	w.uvarint(uint64(s.Feedback.Len()))
 	for i := range s.Feedback.Len() {
 		w.feedbackAt(&s.Feedback, i, &s.Signals)
+		each(w)
 	}
 	w.uvarint(uint64(s.Reports.len()))
 	for n := range s.Reports.len() {
 		w.reportAt(&s.Reports, n, &s.Runs)
+		each(w)
 	}
-	return w
 }
 
 // DecodeState decodes a snapshot view.

@@ -46,6 +46,41 @@ func TestStateCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// WriteState writes what AppendState appends, however small its chunks,
+// and stops at its writer's first error.
+func TestWriteStateMatchesAppendState(t *testing.T) {
+	st := buildHistory(t).a.Snapshot()
+	want := AppendState(nil, st)
+	for _, chunk := range []int{1, 7, 100, stateChunk} {
+		var buf bytes.Buffer
+		n, err := writeState(&buf, st, chunk)
+		if err != nil || n != int64(len(want)) || !bytes.Equal(buf.Bytes(), want) {
+			t.Errorf("chunks of %d: wrote %d bytes (err %v), equal %v; want the %d bytes of AppendState",
+				chunk, n, err, bytes.Equal(buf.Bytes(), want), len(want))
+		}
+	}
+	broken := errors.New("disk on fire")
+	w := &failingWriter{room: len(want) / 2, err: broken}
+	if n, err := writeState(w, st, 16); !errors.Is(err, broken) || n > int64(len(want)/2) {
+		t.Errorf("writeState to a writer failing after %d bytes = %d, %v", len(want)/2, n, err)
+	}
+}
+
+type failingWriter struct {
+	room int
+	err  error
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.room {
+		n := w.room
+		w.room = 0
+		return n, w.err
+	}
+	w.room -= len(p)
+	return len(p), nil
+}
+
 func TestDecodeRejectsDamage(t *testing.T) {
 	h := buildHistory(t)
 	good := AppendEvent(nil, h.events[1])

@@ -14,7 +14,10 @@
 // them.
 package persist
 
-import "errors"
+import (
+	"errors"
+	"io"
+)
 
 var (
 	// ErrNotFound is returned by Get for an absent directory key.
@@ -111,13 +114,14 @@ type Store interface {
 	// calls share fsyncs. The store does not compare b.First with the log:
 	// the caller owns the sequence; Load reports a gap.
 	Append(b Batch) error
-	// SaveSnapshot stores state as agent's snapshot covering events ≤ seq
-	// and, in the same synced batch, trims those events from the log. A
-	// snapshot older than the stored one (lower seq) is ignored, so a
-	// delayed save cannot roll the agent back behind trimmed events; one
-	// at the same seq replaces it. seq must not exceed the last
-	// acknowledged event.
-	SaveSnapshot(agent string, seq uint64, state []byte) error
+	// SaveSnapshot stores what state writes as agent's snapshot covering
+	// events ≤ seq and, in the same synced batch, trims those events from
+	// the log. A snapshot older than the stored one (lower seq) is
+	// ignored, so a delayed save cannot roll the agent back behind trimmed
+	// events; one at the same seq replaces it. seq must not exceed the
+	// last acknowledged event. state is written once, before the store
+	// writes anything; its error fails the save.
+	SaveSnapshot(agent string, seq uint64, state State) error
 	// Load returns agent's snapshot and log tail. A torn final record
 	// (checksum mismatch on the last event) that was never acknowledged is
 	// dropped and deleted, so the next Append reuses its sequence; any
@@ -141,4 +145,19 @@ type Store interface {
 	Condition() Condition
 	// Close releases the store. Calling it again returns ErrClosed.
 	Close() error
+}
+
+// State is a snapshot's state as a store takes it: written out in order,
+// into the store's compressor, rather than held whole.
+type State interface {
+	WriteTo(w io.Writer) (int64, error)
+}
+
+// Bytes is a State held whole.
+type Bytes []byte
+
+// WriteTo implements State.
+func (b Bytes) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(b)
+	return int64(n), err
 }

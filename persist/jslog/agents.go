@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/compress"
 )
 
 // SnapshotBucket is the JetStream object store holding agents' snapshots,
@@ -53,7 +54,7 @@ type Agents struct {
 	cfg AgentsConfig
 	js  jetstream.JetStream
 	obj jetstream.ObjectStore
-	enc *zstd.Encoder
+	enc compress.Encoders
 	dec *zstd.Decoder
 
 	mu   sync.Mutex
@@ -101,15 +102,11 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 	if err != nil {
 		return nil, fmt.Errorf("jslog: snapshot bucket: %w", err)
 	}
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		return nil, err
-	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(cfg.MaxSnapshotSize))
 	if err != nil {
 		return nil, err
 	}
-	return &Agents{cfg: cfg, js: js, obj: obj, enc: enc, dec: dec, logs: map[int]*Log{}, kept: map[string]*agentLog{}}, nil
+	return &Agents{cfg: cfg, js: js, obj: obj, dec: dec, logs: map[int]*Log{}, kept: map[string]*agentLog{}}, nil
 }
 
 // Own hands Agents partition p's fenced log.
@@ -284,7 +281,7 @@ func (a *Agents) logged(agent string, first uint64, entry persist.KV) (Stored, b
 // trims the log of what it covers (see persist.Store.SaveSnapshot): the
 // object first, then its pointer in the log (fenced), then the trim, so a
 // crash between leaves the older snapshot and its events in place.
-func (a *Agents) SaveSnapshot(agent string, seq uint64, state []byte) error {
+func (a *Agents) SaveSnapshot(agent string, seq uint64, state persist.State) error {
 	l, err := a.log(agent)
 	if err != nil {
 		return err
@@ -307,8 +304,12 @@ func (a *Agents) SaveSnapshot(agent string, seq uint64, state []byte) error {
 	if older {
 		return nil // older than the stored one
 	}
+	packed, _, err := a.enc.Append(nil, state)
+	if err != nil {
+		return fmt.Errorf("agent %s: snapshot: state: %w", agent, err)
+	}
 	name := agent + "." + strconv.FormatUint(seq, 10) + "." + rand.Text()[:10]
-	if _, err := a.obj.PutBytes(ctx, name, a.enc.EncodeAll(state, nil)); err != nil {
+	if _, err := a.obj.PutBytes(ctx, name, packed); err != nil {
 		return fmt.Errorf("agent %s: snapshot: %w", agent, err)
 	}
 	if err := l.appendPointer(ctx, agent, seq, name); err != nil {

@@ -59,7 +59,7 @@ func TestANewOwnerLoadsTheOldOwnersSnapshotAndTail(t *testing.T) {
 	js := startJetStream(t)
 	old := node(t, js, 1)
 	appendEvents(t, old, "agt_1", 1, 3)
-	if err := old.SaveSnapshot("agt_1", 2, []byte("state at 2")); err != nil {
+	if err := old.SaveSnapshot("agt_1", 2, persist.Bytes("state at 2")); err != nil {
 		t.Fatal(err)
 	}
 	appendEvents(t, old, "agt_1", 4, 2)
@@ -79,7 +79,7 @@ func TestADeposedOwnersSnapshotIsNeverLoaded(t *testing.T) {
 	old := node(t, js, 1)
 	appendEvents(t, old, "agt_1", 1, 4)
 	next := node(t, js, 2)
-	if err := old.SaveSnapshot("agt_1", 4, []byte("deposed")); !errors.Is(err, ErrFenced) {
+	if err := old.SaveSnapshot("agt_1", 4, persist.Bytes("deposed")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("the deposed owner's SaveSnapshot: %v, want ErrFenced", err)
 	}
 	r, err := next.Load("agt_1")
@@ -119,14 +119,14 @@ func TestASnapshotTrimsTheEventsItCoversAndReplacesTheOlderSnapshot(t *testing.T
 		appendEvents(t, a, "agt_1", 1+2*i, 2) // batches ending at 2, 4, 6, 8, 10
 	}
 	appendEvents(t, a, "agt_2", 1, 1)
-	if err := a.SaveSnapshot("agt_1", 5, []byte("five")); err != nil {
+	if err := a.SaveSnapshot("agt_1", 5, persist.Bytes("five")); err != nil {
 		t.Fatal(err)
 	}
 	// Batches ending at 2 and 4 are covered; the one holding 5 and 6 is not.
 	if got, _ := tail(t, a.logs[partitionOf("agt_1")], "agt_1", 0); len(got) != 3 || got[0].First != 5 {
 		t.Fatalf("after the snapshot at 5 the log holds %d batches from %d, want 3 from 5", len(got), got[0].First)
 	}
-	if err := a.SaveSnapshot("agt_1", 10, []byte("ten")); err != nil {
+	if err := a.SaveSnapshot("agt_1", 10, persist.Bytes("ten")); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := tail(t, a.logs[partitionOf("agt_1")], "agt_1", 0); len(got) != 0 {
@@ -159,7 +159,7 @@ func TestAnAgentOfAPartitionNotOwnedHereIsRefused(t *testing.T) {
 	if _, err := a.Load("agt_1"); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("Load: %v, want ErrNotOwner", err)
 	}
-	if err := a.SaveSnapshot("agt_1", 1, nil); !errors.Is(err, ErrNotOwner) {
+	if err := a.SaveSnapshot("agt_1", 1, persist.Bytes(nil)); !errors.Is(err, ErrNotOwner) {
 		t.Errorf("SaveSnapshot: %v, want ErrNotOwner", err)
 	}
 }
@@ -194,12 +194,12 @@ func TestAPartitionOwnedAgainForgetsWhatItKnewOfItsAgents(t *testing.T) {
 	a.Disown(p)
 	b := node(t, js, 2)
 	appendEvents(t, b, "agt_1", 2, 2)
-	if err := b.SaveSnapshot("agt_1", 3, []byte("three")); err != nil {
+	if err := b.SaveSnapshot("agt_1", 3, persist.Bytes("three")); err != nil {
 		t.Fatal(err)
 	}
 	b.Disown(p)
 	a.Own(p, openLog(t, js, p, 3))
-	if err := a.SaveSnapshot("agt_1", 1, []byte("one")); err != nil {
+	if err := a.SaveSnapshot("agt_1", 1, persist.Bytes("one")); err != nil {
 		t.Fatal(err)
 	}
 	r, err := a.Load("agt_1")
@@ -216,7 +216,7 @@ func TestASnapshotSavedAgainWithNothingNewKeepsTheAgent(t *testing.T) {
 	a := node(t, js, 1)
 	appendEvents(t, a, "agt_1", 1, 4)
 	for _, state := range []string{"first", "again"} {
-		if err := a.SaveSnapshot("agt_1", 4, []byte(state)); err != nil {
+		if err := a.SaveSnapshot("agt_1", 4, persist.Bytes([]byte(state))); err != nil {
 			t.Fatalf("snapshot %q at 4: %v", state, err)
 		}
 	}
@@ -252,7 +252,7 @@ func TestASnapshotOfAnAgentNotLoadedHereIsSaved(t *testing.T) {
 	a := node(t, js, 1)
 	appendEvents(t, a, "agt_1", 1, 3)
 	b := node(t, js, 2)
-	if err := b.SaveSnapshot("agt_1", 3, []byte("three")); err != nil {
+	if err := b.SaveSnapshot("agt_1", 3, persist.Bytes("three")); err != nil {
 		t.Fatal(err)
 	}
 	r, err := node(t, js, 3).Load("agt_1")
@@ -284,7 +284,7 @@ func TestTheSnapshotBucketIsReadFromItsLeader(t *testing.T) {
 				t.Fatal("the snapshot bucket's stream allows direct gets")
 			}
 			appendEvents(t, a, "agt_1", 1, 3)
-			if err := a.SaveSnapshot("agt_1", 3, []byte("state")); err != nil {
+			if err := a.SaveSnapshot("agt_1", 3, persist.Bytes("state")); err != nil {
 				t.Fatal(err)
 			}
 			r, err := node(t, js, 2).Load("agt_1")

@@ -75,7 +75,7 @@ func (s *Store) Append(b persist.Batch) error {
 }
 
 // SaveSnapshot implements persist.Store.
-func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
+func (s *Store) SaveSnapshot(agent string, seq uint64, state persist.State) error {
 	return s.open(func() error { return s.agents.SaveSnapshot(agent, seq, state) })
 }
 

@@ -154,7 +154,7 @@ func crashStep(s *Store, a *crashAgent, rng *rand.Rand) error {
 	last := first + uint64(len(evs)) - 1
 	a.acked.Store(last)
 	if rng.IntN(8) == 0 {
-		if err := s.SaveSnapshot(a.id, last, encodeHistory(a.attempted[:last])); err != nil {
+		if err := s.SaveSnapshot(a.id, last, persist.Bytes(encodeHistory(a.attempted[:last]))); err != nil {
 			return fmt.Errorf("snapshot %s@%d: %w", a.id, last, err)
 		}
 	}

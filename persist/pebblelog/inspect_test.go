@@ -36,7 +36,7 @@ func filledStore(t *testing.T, dir string) *Store {
 	}
 	appendN(t, s, "a", 1, 50)
 	appendN(t, s, "b", 1, 30)
-	if err := s.SaveSnapshot("a", 40, []byte("state of a at 40")); err != nil {
+	if err := s.SaveSnapshot("a", 40, persist.Bytes("state of a at 40")); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -216,7 +216,7 @@ func TestCheckpointIsAWholeStore(t *testing.T) {
 		t.Fatalf("no ballast to leave out: %v", err)
 	}
 	appendN(t, s, "a", 1, 50)
-	if err := s.SaveSnapshot("a", 40, []byte("state")); err != nil {
+	if err := s.SaveSnapshot("a", 40, persist.Bytes("state")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}); err != nil {
@@ -375,7 +375,7 @@ func TestInspectSaysWhereReadingStopped(t *testing.T) {
 func TestInspectTakesASnapshotCoveringTheWholeLog(t *testing.T) {
 	dir := t.TempDir()
 	s := filledStore(t, dir)
-	if err := s.SaveSnapshot("b", 30, []byte("state of b at 30")); err != nil {
+	if err := s.SaveSnapshot("b", 30, persist.Bytes("state of b at 30")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

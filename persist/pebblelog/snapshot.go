@@ -7,6 +7,9 @@ import (
 	"hash/crc32"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/plaudit/plaudit/persist"
+	"github.com/plaudit/plaudit/persist/compress"
 )
 
 const (
@@ -14,31 +17,24 @@ const (
 	snapshotHeader = 1 + seqLen + crcLen
 )
 
-// codec compresses snapshots. EncodeAll and DecodeAll are safe for
-// concurrent use, so one encoder and one decoder serve every agent.
+// codec compresses snapshots. States are compressed as they are written,
+// by encoders kept for reuse; DecodeAll is safe for concurrent use, so one
+// decoder serves every agent.
 type codec struct {
-	enc *zstd.Encoder
+	enc compress.Encoders
 	dec *zstd.Decoder
 }
 
 func newCodec(maxState uint64) (*codec, error) {
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		return nil, err
-	}
 	// The cap bounds what a corrupt or hostile frame can make us allocate.
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxState))
 	if err != nil {
-		enc.Close()
 		return nil, err
 	}
-	return &codec{enc: enc, dec: dec}, nil
+	return &codec{dec: dec}, nil
 }
 
-func (c *codec) close() {
-	c.enc.Close()
-	c.dec.Close()
-}
+func (c *codec) close() { c.dec.Close() }
 
 // snapshotCRC covers the snapshot key (so the agent), the covered seq and the
 // compressed state: v[1:] with the checksum field skipped.
@@ -47,13 +43,17 @@ func snapshotCRC(key, v []byte) uint32 {
 	return crc32.Update(h, castagnoli, v[snapshotHeader:])
 }
 
-func (c *codec) encode(key []byte, seq uint64, state []byte) []byte {
-	v := make([]byte, snapshotHeader, snapshotHeader+len(state)/2+64)
+// encode compresses what state writes into a stored snapshot.
+func (c *codec) encode(key []byte, seq uint64, state persist.State) ([]byte, error) {
+	v := make([]byte, snapshotHeader, snapshotHeader+4<<10)
 	v[0] = snapshotFormat
 	binary.BigEndian.PutUint64(v[1:], seq)
-	v = c.enc.EncodeAll(state, v)
+	v, _, err := c.enc.Append(v, state)
+	if err != nil {
+		return nil, err
+	}
 	binary.BigEndian.PutUint32(v[1+seqLen:], snapshotCRC(key, v))
-	return v
+	return v, nil
 }
 
 var errSnapshotFormat = errors.New("unknown format")

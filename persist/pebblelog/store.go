@@ -190,7 +190,7 @@ func (s *Store) Append(b persist.Batch) error {
 }
 
 // SaveSnapshot implements persist.Store.
-func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
+func (s *Store) SaveSnapshot(agent string, seq uint64, state persist.State) error {
 	if err := validAgent(agent); err != nil {
 		return fmt.Errorf("snapshot: agent %q: %w", agent, err)
 	}
@@ -200,7 +200,10 @@ func (s *Store) SaveSnapshot(agent string, seq uint64, state []byte) error {
 		return persist.ErrClosed
 	}
 	sk := snapshotKey(agent)
-	v := s.codec.encode(sk, seq, state) // CPU-heavy: before the stripe lock
+	v, err := s.codec.encode(sk, seq, state) // CPU-heavy: before the stripe lock
+	if err != nil {
+		return fmt.Errorf("snapshot: agent %s: state: %w", agent, err)
+	}
 
 	mu := &s.snapMu[maphash.String(s.snapSeed, agent)%uint64(len(s.snapMu))]
 	mu.Lock()

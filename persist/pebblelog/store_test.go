@@ -59,7 +59,7 @@ func TestReopenLoadsSameState(t *testing.T) {
 	s := openDisk(t, dir)
 	appendN(t, s, "agt_a", 1, 5)
 	appendN(t, s, "agt_b", 1, 3)
-	if err := s.SaveSnapshot("agt_a", 3, []byte("a@3")); err != nil {
+	if err := s.SaveSnapshot("agt_a", 3, persist.Bytes("a@3")); err != nil {
 		t.Fatal(err)
 	}
 	appendN(t, s, "agt_a", 6, 2)
@@ -98,7 +98,7 @@ func TestSnapshotTrimsCoveredEvents(t *testing.T) {
 	s := openTemp(t)
 	appendN(t, s, "agt", 1, 10)
 	appendN(t, s, "agt2", 1, 3)
-	if err := s.SaveSnapshot("agt", 6, []byte("state")); err != nil {
+	if err := s.SaveSnapshot("agt", 6, persist.Bytes("state")); err != nil {
 		t.Fatal(err)
 	}
 	if got := rawSeqs(t, s, "agt"); !reflect.DeepEqual(got, []uint64{7, 8, 9, 10}) {
@@ -178,7 +178,7 @@ func TestTornFinalRecordIsDropped(t *testing.T) {
 func TestTornOnlyTailRecordAfterSnapshot(t *testing.T) {
 	s := openTemp(t)
 	appendN(t, s, "agt", 1, 4)
-	if err := s.SaveSnapshot("agt", 3, []byte("s3")); err != nil {
+	if err := s.SaveSnapshot("agt", 3, persist.Bytes("s3")); err != nil {
 		t.Fatal(err)
 	}
 	rewrite(t, s, eventKey("agt", 4), flipLast)
@@ -218,7 +218,7 @@ func TestLogBehindHighWaterIsCorruption(t *testing.T) {
 		s := openTemp(t)
 		appendN(t, s, "agt", 1, 10)
 		if snapshot {
-			if err := s.SaveSnapshot("agt", 6, []byte("s6")); err != nil {
+			if err := s.SaveSnapshot("agt", 6, persist.Bytes("s6")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -279,7 +279,7 @@ func TestGapIsError(t *testing.T) {
 			s := openTemp(t)
 			appendN(t, s, "agt_gap", 1, 5)
 			if tc.snapAt > 0 {
-				if err := s.SaveSnapshot("agt_gap", tc.snapAt, []byte("s")); err != nil {
+				if err := s.SaveSnapshot("agt_gap", tc.snapAt, persist.Bytes("s")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -301,7 +301,7 @@ func TestCorruptSnapshotIsError(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := openTemp(t)
 			appendN(t, s, "agt_snap", 1, 3)
-			if err := s.SaveSnapshot("agt_snap", 2, bytes.Repeat([]byte("state"), 100)); err != nil {
+			if err := s.SaveSnapshot("agt_snap", 2, persist.Bytes(bytes.Repeat([]byte("state"), 100))); err != nil {
 				t.Fatal(err)
 			}
 			rewrite(t, s, snapshotKey("agt_snap"), damage)
@@ -347,7 +347,7 @@ func TestOversizedSnapshotIsError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.SaveSnapshot("agt_big", 0, make([]byte, 1<<16)); err != nil {
+	if err := s.SaveSnapshot("agt_big", 0, persist.Bytes(make([]byte, 1<<16))); err != nil {
 		t.Fatal(err)
 	}
 	wantCorrupt(t, s, "agt_big", "snapshot")

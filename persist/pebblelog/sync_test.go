@@ -84,7 +84,7 @@ func TestAcknowledgedWriteSurvivesACrashRightAfter(t *testing.T) {
 		{
 			name:  "snapshot",
 			setup: func(s *Store) error { return s.Append(persist.Batch{Agent: "agt_1", First: 1, Events: events(3)}) },
-			write: func(s *Store) error { return s.SaveSnapshot("agt_1", 2, []byte("state@2")) },
+			write: func(s *Store) error { return s.SaveSnapshot("agt_1", 2, persist.Bytes("state@2")) },
 			check: func(t *testing.T, s *Store) {
 				r, err := s.Load("agt_1")
 				if err != nil {

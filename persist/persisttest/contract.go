@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // and recovers.
 type AgentLog interface {
 	Append(b persist.Batch) error
-	SaveSnapshot(agent string, seq uint64, state []byte) error
+	SaveSnapshot(agent string, seq uint64, state persist.State) error
 	Load(agent string) (persist.Recovered, error)
 }
 
@@ -35,6 +36,8 @@ var agentLogTests = []struct {
 	{"AppendCopiesCallerBuffers", testAppendCopies},
 	{"SnapshotThenTail", testSnapshotThenTail},
 	{"SnapshotAtLastSeq", testSnapshotAtLastSeq},
+	{"SnapshotStateWrittenInPieces", testSnapshotInPieces},
+	{"SnapshotStateErrorStoresNothing", testSnapshotStateError},
 	{"StaleSnapshotIgnored", testStaleSnapshot},
 	{"SameSeqSnapshotReplaces", testSameSeqSnapshot},
 	{"LogEndsAtLargestSeq", testLastSeqAtMax},
@@ -162,7 +165,7 @@ func testSnapshotThenTail(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_s", 1, all[:4])
 	mustAppend(t, s, "agt_s", 5, all[4:])
 	state := bytes.Repeat([]byte("state-6 "), 1000)
-	if err := s.SaveSnapshot("agt_s", 6, state); err != nil {
+	if err := s.SaveSnapshot("agt_s", 6, persist.Bytes(state)); err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
 	more := Events("agt_s", 11, 2)
@@ -175,7 +178,7 @@ func testSnapshotThenTail(t *testing.T, s AgentLog) {
 	CheckTail(t, "agt_s", r.Tail, append(all[6:], more...))
 
 	// A later snapshot replaces the earlier one.
-	if err := s.SaveSnapshot("agt_s", 11, []byte("state-11")); err != nil {
+	if err := s.SaveSnapshot("agt_s", 11, persist.Bytes("state-11")); err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
 	r = mustLoad(t, s, "agt_s")
@@ -185,9 +188,72 @@ func testSnapshotThenTail(t *testing.T, s AgentLog) {
 	CheckTail(t, "agt_s", r.Tail, more[1:])
 }
 
+// pieces is a State written out in pieces of at most n bytes, as the
+// engine's encoder writes a snapshot; after fail bytes it fails with err.
+type pieces struct {
+	b    []byte
+	n    int
+	fail int
+	err  error
+}
+
+func (p pieces) WriteTo(w io.Writer) (int64, error) {
+	var done int64
+	for b := p.b; len(b) > 0; {
+		if p.err != nil && done >= int64(p.fail) {
+			return done, p.err
+		}
+		k, err := w.Write(b[:min(p.n, len(b))])
+		done += int64(k)
+		if err != nil {
+			return done, err
+		}
+		b = b[k:]
+	}
+	return done, nil
+}
+
+// A state written in many pieces is stored and loaded whole.
+func testSnapshotInPieces(t *testing.T, s AgentLog) {
+	mustAppend(t, s, "agt_p", 1, Events("agt_p", 1, 4))
+	state := make([]byte, 300_000)
+	for i := range state {
+		state[i] = byte(i*7 + i/1000) // compressible, not trivially
+	}
+	if err := s.SaveSnapshot("agt_p", 3, pieces{b: state, n: 4093}); err != nil {
+		t.Fatalf("SaveSnapshot: %v", err)
+	}
+	r := mustLoad(t, s, "agt_p")
+	if !bytes.Equal(r.Snapshot, state) || r.SnapshotSeq != 3 || r.LastSeq != 4 {
+		t.Fatalf("Load = snapshot of %d bytes (equal: %v) at %d, last %d; want the %d bytes written at 3, last 4",
+			len(r.Snapshot), bytes.Equal(r.Snapshot, state), r.SnapshotSeq, r.LastSeq, len(state))
+	}
+	CheckTail(t, "agt_p", r.Tail, Events("agt_p", 4, 1))
+}
+
+// A state that fails to write fails the save, which changes nothing: the
+// snapshot before it and the events after that stay.
+func testSnapshotStateError(t *testing.T, s AgentLog) {
+	all := Events("agt_e", 1, 6)
+	mustAppend(t, s, "agt_e", 1, all)
+	if err := s.SaveSnapshot("agt_e", 2, persist.Bytes("state-2")); err != nil {
+		t.Fatalf("SaveSnapshot: %v", err)
+	}
+	broken := errors.New("encoder broke")
+	err := s.SaveSnapshot("agt_e", 5, pieces{b: bytes.Repeat([]byte("x"), 100_000), n: 1000, fail: 50_000, err: broken})
+	if !errors.Is(err, broken) {
+		t.Fatalf("SaveSnapshot of a failing state = %v, want it to wrap %v", err, broken)
+	}
+	r := mustLoad(t, s, "agt_e")
+	if string(r.Snapshot) != "state-2" || r.SnapshotSeq != 2 || r.LastSeq != 6 {
+		t.Fatalf("Load = %q at %d, last %d; want state-2 at 2, last 6", r.Snapshot, r.SnapshotSeq, r.LastSeq)
+	}
+	CheckTail(t, "agt_e", r.Tail, all[2:])
+}
+
 func testSnapshotAtLastSeq(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_l", 1, Events("agt_l", 1, 3))
-	if err := s.SaveSnapshot("agt_l", 3, []byte{}); err != nil {
+	if err := s.SaveSnapshot("agt_l", 3, persist.Bytes([]byte{})); err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
 	r := mustLoad(t, s, "agt_l")
@@ -200,10 +266,10 @@ func testSnapshotAtLastSeq(t *testing.T, s AgentLog) {
 
 func testStaleSnapshot(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_st", 1, Events("agt_st", 1, 6))
-	if err := s.SaveSnapshot("agt_st", 5, []byte("five")); err != nil {
+	if err := s.SaveSnapshot("agt_st", 5, persist.Bytes("five")); err != nil {
 		t.Fatalf("SaveSnapshot(5): %v", err)
 	}
-	if err := s.SaveSnapshot("agt_st", 2, []byte("two")); err != nil {
+	if err := s.SaveSnapshot("agt_st", 2, persist.Bytes("two")); err != nil {
 		t.Fatalf("SaveSnapshot(2): %v", err)
 	}
 	r := mustLoad(t, s, "agt_st")
@@ -217,7 +283,7 @@ func testStaleSnapshot(t *testing.T, s AgentLog) {
 func testSameSeqSnapshot(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "agt_ss", 1, Events("agt_ss", 1, 6))
 	for _, state := range []string{"first", "second"} {
-		if err := s.SaveSnapshot("agt_ss", 5, []byte(state)); err != nil {
+		if err := s.SaveSnapshot("agt_ss", 5, persist.Bytes([]byte(state))); err != nil {
 			t.Fatalf("SaveSnapshot(5, %s): %v", state, err)
 		}
 	}
@@ -235,7 +301,7 @@ func testLastSeqAtMax(t *testing.T, s AgentLog) {
 	const last = 1<<64 - 1
 	evs := Events("agt_max", last-1, 2)
 	mustAppend(t, s, "agt_max", last-1, evs)
-	if err := s.SaveSnapshot("agt_max", last-1, []byte("snap")); err != nil {
+	if err := s.SaveSnapshot("agt_max", last-1, persist.Bytes("snap")); err != nil {
 		t.Fatalf("SaveSnapshot: %v", err)
 	}
 	r := mustLoad(t, s, "agt_max")
@@ -259,7 +325,7 @@ func testAgentsIsolated(t *testing.T, s AgentLog) {
 	mustAppend(t, s, "a", 1, Events("a", 1, 2))
 	mustAppend(t, s, "ab", 1, Events("ab", 1, 3))
 	mustAppend(t, s, "a0", 1, Events("a0", 1, 1))
-	if err := s.SaveSnapshot("ab", 2, []byte("ab")); err != nil {
+	if err := s.SaveSnapshot("ab", 2, persist.Bytes("ab")); err != nil {
 		t.Fatal(err)
 	}
 	CheckTail(t, "a", mustLoad(t, s, "a").Tail, Events("a", 1, 2))
@@ -281,7 +347,7 @@ func testInvalid(t *testing.T, s AgentLog) {
 		"empty index":    s.Append(persist.Batch{Agent: "agt", First: 1, Events: ev, Index: []persist.KV{{Value: []byte("v")}}}),
 		"seq overflow":   s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 1, Events: [][]byte{{1}, {2}}}),
 		"seq overflow 3": s.Append(persist.Batch{Agent: "agt", First: 1<<64 - 2, Events: [][]byte{{1}, {2}, {3}}}),
-		"snap slash":     s.SaveSnapshot("a/b", 1, nil),
+		"snap slash":     s.SaveSnapshot("a/b", 1, persist.Bytes(nil)),
 		"load slash":     func() error { _, err := s.Load("a/b"); return err }(),
 	} {
 		if !errors.Is(err, persist.ErrInvalid) {
@@ -360,7 +426,7 @@ func scan(t *testing.T, s persist.Store, prefix string) string {
 // Directory keys that look like log keys must neither see nor disturb logs.
 func testDirectoryIsolation(t *testing.T, s persist.Store) {
 	mustAppend(t, s, "x", 1, Events("x", 1, 2))
-	if err := s.SaveSnapshot("x", 1, []byte("snap")); err != nil {
+	if err := s.SaveSnapshot("x", 1, persist.Bytes("snap")); err != nil {
 		t.Fatal(err)
 	}
 	if got := scan(t, s, ""); got != "" {
@@ -510,7 +576,7 @@ func testClose(t *testing.T, s persist.Store) {
 	_, getErr := s.Get([]byte("k"))
 	for name, err := range map[string]error{
 		"Append":       s.Append(persist.Batch{Agent: "agt", First: 2, Events: Events("agt", 2, 1)}),
-		"SaveSnapshot": s.SaveSnapshot("agt", 1, nil),
+		"SaveSnapshot": s.SaveSnapshot("agt", 1, persist.Bytes(nil)),
 		"Load":         loadErr,
 		"Get":          getErr,
 		"Put":          s.Put(persist.KV{Key: []byte("k"), Value: []byte("v")}),
