@@ -139,7 +139,15 @@ type recovered struct {
 	start time.Time
 }
 
+// recover loads and rebuilds the agent when its actor starts, once one of
+// the registry's recovery tokens is free (Config.Recoveries): a restart's
+// first burst of requests then holds a few agents' snapshots and tails at
+// a time, not every agent's.
 func (x *agentActor) recover() {
+	if tokens := x.reg.recoveries; tokens != nil {
+		tokens <- struct{}{}
+		defer func() { <-tokens }()
+	}
 	start := time.Now()
 	rec, err := x.reg.store.Load(x.agentID)
 	x.rebuild(rec, err, start)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,12 @@ type Config struct {
 	// (selections) may wait before they are appended and synced (see
 	// agentActor.maybeAppend): default 5 ms; negative, no wait.
 	SelectSyncWindow time.Duration
+	// Recoveries bounds the agents recovering (loading and rebuilding
+	// from their snapshot and log tail) at once: default GOMAXPROCS, as
+	// the work is the CPU's and each holds its whole snapshot and tail
+	// meanwhile; negative, no bound (a cluster's loads wait on JetStream,
+	// not on the CPU).
+	Recoveries int
 	// Serves, in a cluster, reports whether this node serves an agent now
 	// (it owns the agent's partition). An agent it does not serve gets no
 	// actor (persist.ErrMoved), and an agent created here gets an id it
@@ -86,6 +93,9 @@ func (c *Config) defaults() {
 	}
 	if c.SelectSyncWindow == 0 {
 		c.SelectSyncWindow = 5 * time.Millisecond
+	}
+	if c.Recoveries == 0 {
+		c.Recoveries = runtime.GOMAXPROCS(0)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -124,6 +134,10 @@ type Registry struct {
 
 	metrics *metrics
 
+	// recoveries holds a token for each agent recovering now; nil: no
+	// bound (Config.Recoveries).
+	recoveries chan struct{}
+
 	randMu  sync.Mutex
 	seedSeq uint64
 	idRand  *rand.Rand // for agent ids
@@ -156,6 +170,9 @@ func New(cfg Config) *Registry {
 		workers:    warm.New(4),
 		fixed:      fixed.New[[]byte](),
 		pendingIdx: newPendingIndex(),
+	}
+	if cfg.Recoveries > 0 {
+		r.recoveries = make(chan struct{}, cfg.Recoveries)
 	}
 	for i := range r.shards {
 		r.shards[i].agents = map[string]*entry{}

@@ -200,15 +200,18 @@ func (s *Server) start() (err error) {
 		serves       func(string) bool
 		selectWindow time.Duration // the default
 	)
+	recoveries := 0 // the default: GOMAXPROCS at once
 	if s.cluster != nil {
 		serves = s.cluster.serves
 		// Other nodes find a run only once its append has reached the
 		// directory, so a selection does not wait to be appended.
 		selectWindow = -1
+		recoveries = -1 // loads wait on JetStream, not on the CPU
 	}
 	s.registry = actors.New(actors.Config{Store: store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
-		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect, Serves: serves, SelectSyncWindow: selectWindow})
+		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect, Serves: serves, SelectSyncWindow: selectWindow,
+		Recoveries: recoveries})
 	// NATS comes first: the service resumes pending judged rewards, whose
 	// judges it asks over NATS, as soon as it is ready.
 	if s.cluster == nil {
