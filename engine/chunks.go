@@ -84,6 +84,17 @@ func (t *names) intern(s string) uint32 {
 	return n
 }
 
+// reindex makes the index of a view's list, which intern would have made.
+func (t *names) reindex() {
+	if t.list.Len() == 0 {
+		return
+	}
+	t.index = make(map[string]uint32, t.list.Len())
+	for n, s := range t.list.Values {
+		t.index[s] = uint32(n)
+	}
+}
+
 // find returns the name of s, if s was interned.
 func (t *names) find(s string) (uint32, bool) {
 	n, ok := t.index[s]

@@ -126,23 +126,51 @@ func (l *SignalLog) add(s Signal, run int) {
 		object: l.names.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
 	if run >= 0 {
 		rec.run = uint32(run) + 1
-		idx := l.runSignals.At(run)
-		*idx = append(*idx, i)
 	}
 	if u, ok := recordID(id.Signal, s.ID); ok {
 		rec.id = u
 	} else {
 		l.oddIDs = append(l.oddIDs, oddID{i, s.ID})
 	}
-	if s.Object != "" {
-		l.objectSignals[rec.object] = append(l.objectSignals[rec.object], i)
-	}
 	if s.DedupKey != "" {
 		l.dedupKeys.Append(s.DedupKey)
 		rec.dedup = uint32(l.dedupKeys.Len())
-		l.dedup[s.DedupKey] = i
 	}
 	l.recs.Append(rec)
+	l.index(i, &rec)
+}
+
+// index adds record i to the indexes.
+func (l *SignalLog) index(i int32, rec *signalRecord) {
+	if rec.run != 0 {
+		idx := l.runSignals.At(int(rec.run - 1))
+		*idx = append(*idx, i)
+	}
+	if rec.object != 0 {
+		l.objectSignals[rec.object] = append(l.objectSignals[rec.object], i)
+	}
+	if rec.dedup != 0 {
+		l.dedup[*l.dedupKeys.At(int(rec.dedup - 1))] = i
+	}
+}
+
+// adopt returns a log holding v's signals as a log that added them one by
+// one holds them: it shares v's blocks, which its appends copy before they
+// change one (see view), and builds the indexes from the records as add
+// does. A restore takes a snapshot's signals so, not one Signal at a time.
+func adopt(v SignalLog) SignalLog {
+	l := v.view()
+	l.names.reindex()
+	for range l.runIDs.Len() {
+		l.runSignals.Append(nil)
+	}
+	if l.recs.Len() > 0 {
+		l.init()
+	}
+	for i := range l.recs.Len() {
+		l.index(int32(i), l.recs.At(i))
+	}
+	return l
 }
 
 func (l *SignalLog) init() {

@@ -52,17 +52,52 @@ func (a *Agent) Snapshot() State {
 //     posteriors by the same additions in the same order;
 //   - signals in receipt order, reports in first-made order.
 //
+// The signals are the one exception: applying a signal only adds it to the
+// log, so the agent adopts the view's log (adopt), whose records add made,
+// and indexes them as add does. A Signal per signal, made and added again,
+// had been most of what a restore allocated.
+//
 // A run's finish is independent of order (a session keeps the finished run
 // with the latest finished_at, ties to the larger id).
 func Restore(s State) (*Agent, error) {
 	a := NewAgent()
-	for e := range s.events {
-		if err := a.apply(e.seq, e.ev); err != nil {
-			return nil, fmt.Errorf("restore: %w", err)
-		}
+	var err error
+	apply := func(e seqEvent) bool {
+		err = a.apply(e.seq, e.ev)
+		return err == nil
+	}
+	if s.beforeSignals(apply); err == nil {
+		err = a.adoptSignals(s.Signals)
+	}
+	if err == nil {
+		s.afterSignals(apply)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
 	}
 	a.seq = s.Seq
 	return a, nil
+}
+
+// adoptSignals takes a view's signals as the agent's, in Restore: after the
+// runs they name, before anything that names them.
+func (a *Agent) adoptSignals(v SignalLog) error {
+	if v.Len() == 0 {
+		return nil
+	}
+	if n := a.runs.len(); v.runIDs.Len() != n {
+		return fmt.Errorf("engine: signals of %d runs, %d runs", v.runIDs.Len(), n)
+	}
+	for i := range v.runIDs.Len() {
+		if *v.runIDs.At(i) != a.runs.id(i) {
+			return fmt.Errorf("engine: signals of run %s numbered %d", *v.runIDs.At(i), i)
+		}
+	}
+	if a.runByExternal == nil {
+		a.makeIndexes()
+	}
+	a.signals = adopt(v)
+	return nil
 }
 
 type seqEvent struct {
@@ -70,10 +105,9 @@ type seqEvent struct {
 	ev  Event
 }
 
-// events yields the events that rebuild s, in an order apply accepts, one
-// at a time: a restore holds the snapshot's compact signals and the agent's,
-// never a Signal per signal besides.
-func (s State) events(yield func(seqEvent) bool) {
+// beforeSignals yields the events that rebuild s up to its signals, in an
+// order apply accepts; afterSignals yields the rest.
+func (s State) beforeSignals(yield func(seqEvent) bool) {
 	stop := false
 	add := func(seq uint64, ev Event) {
 		if !stop && !yield(seqEvent{seq, ev}) {
@@ -114,15 +148,18 @@ func (s State) events(yield func(seqEvent) bool) {
 	for _, c := range claims {
 		add(c.claim.Seq, ObjectClaimed{RunID: c.run, Claim: c.claim})
 	}
-	for i := 0; i < s.Signals.Len() && !stop; i++ {
-		sig := s.Signals.At(i)
-		add(sig.Seq, SignalRecorded{Signal: sig})
+}
+
+func (s State) afterSignals(yield func(seqEvent) bool) {
+	for i := 0; i < s.Feedback.Len(); i++ {
+		if !yield(seqEvent{0, FeedbackRecorded{Feedback: s.Feedback.at(i, &s.Signals)}}) {
+			return
+		}
 	}
-	for i := 0; i < s.Feedback.Len() && !stop; i++ {
-		add(0, FeedbackRecorded{Feedback: s.Feedback.at(i, &s.Signals)})
-	}
-	for n := 0; n < s.Reports.len() && !stop; n++ {
+	for n := 0; n < s.Reports.len(); n++ {
 		rep := s.Reports.at(n, &s.Runs)
-		add(rep.Seq, ReportRecorded{Report: rep})
+		if !yield(seqEvent{rep.Seq, ReportRecorded{Report: rep}}) {
+			return
+		}
 	}
 }

@@ -72,3 +72,20 @@ func BenchmarkAppendStateReports(b *testing.B) {
 		buf = AppendState(buf[:0], st)
 	}
 }
+
+// BenchmarkDecodeRestore rebuilds the agent of BenchmarkAppendState from
+// its encoded snapshot, the engine's part of a recovery.
+func BenchmarkDecodeRestore(b *testing.B) {
+	a, _ := benchHistory(b, 30000)
+	buf := AppendState(nil, a.Snapshot())
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := DecodeState(buf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Restore(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
