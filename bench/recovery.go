@@ -25,7 +25,14 @@ type Recovery struct {
 	// RSS is the restarted server's resident set once every agent has
 	// recovered.
 	RSS int64 `json:"rss"`
+	// RSSEmpty is the same binary's resident set on its first start, on
+	// the empty directory: what the process costs before it stores
+	// anything (its mapped text, the runtime, the embedded NATS server).
+	RSSEmpty int64 `json:"rss_empty"`
 }
+
+// PerEvent is the resident set the events added, per event.
+func (r Recovery) PerEvent() float64 { return float64(r.RSS-r.RSSEmpty) / float64(r.Events) }
 
 // noSnapshots are the serve flags under which no agent snapshots during
 // the run, so that recovery replays every event.
@@ -46,7 +53,12 @@ func RunRecovery(cfg ServerConfig, events int, snapshots bool, progress io.Write
 	if err != nil {
 		return r, err
 	}
-	targets, cl, err := newTargets(s.Target, memoryAgents)
+	r.RSSEmpty, err = procRSS(s.PID)
+	var targets []target
+	var cl *client
+	if err == nil {
+		targets, cl, err = newTargets(s.Target, memoryAgents)
+	}
 	if err == nil {
 		err = postSignals(cl, targets, events, progress, "recovery/"+r.Name+" (logging)")
 		cl.hc.CloseIdleConnections()

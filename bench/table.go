@@ -54,11 +54,12 @@ func (r *Report) WriteTables(w io.Writer) error {
 	}
 	if len(r.Recovery) > 0 {
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| recovery | events | agents | start → /healthz 200 | start → every agent answered | RSS after | RSS ÷ event |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| recovery | events | agents | start → /healthz 200 | start → every agent answered | RSS after | RSS ÷ event | RSS empty | (after − empty) ÷ event |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 		for _, rc := range r.Recovery {
-			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %.0f B |\n", rc.Name, rc.Events, rc.Agents,
-				rc.Healthz.Round(time.Millisecond), rc.AllAgents.Round(time.Millisecond), mib(rc.RSS), float64(rc.RSS)/float64(rc.Events))
+			fmt.Fprintf(w, "| %s | %d | %d | %s | %s | %s | %.0f B | %s | %.0f B |\n", rc.Name, rc.Events, rc.Agents,
+				rc.Healthz.Round(time.Millisecond), rc.AllAgents.Round(time.Millisecond), mib(rc.RSS),
+				float64(rc.RSS)/float64(rc.Events), mib(rc.RSSEmpty), rc.PerEvent())
 		}
 	}
 	if len(r.Memory) > 0 {

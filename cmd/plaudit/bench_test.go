@@ -85,7 +85,7 @@ func TestBenchSmoke(t *testing.T) {
 		t.Errorf("%d recovery results, want 2", len(rep.Recovery))
 	}
 	for _, r := range rep.Recovery {
-		if r.Events != opts.RecoveryEvents || r.Healthz <= 0 || r.AllAgents < r.Healthz || r.RSS <= 0 {
+		if r.Events != opts.RecoveryEvents || r.Healthz <= 0 || r.AllAgents < r.Healthz || r.RSS <= 0 || r.RSSEmpty <= 0 {
 			t.Errorf("recovery %+v", r)
 		}
 	}
