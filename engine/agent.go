@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"fmt"
-
-	"github.com/plaudit/plaudit/engine/objective"
-)
+import "fmt"
 
 // Agent is the in-memory state of one agent. It is not safe for concurrent
 // use: one actor owns it. The views it hands out (State, VersionSummary)
@@ -31,8 +27,8 @@ type Agent struct {
 
 	seq uint64 // events applied so far = sequence of the last event
 
-	scratch   []objective.Signal // reused by reward reads
-	summaries summaryCache       // version summaries since the last event
+	read      *rewardRead  // reused by reward reads; nil before the first
+	summaries summaryCache // version summaries since the last event
 
 	// previews are the open previews, which apply tells of what it
 	// overwrites in place (see Preview); nil but while one runs.

@@ -1,6 +1,10 @@
 package engine
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/plaudit/plaudit/engine/objective"
+)
 
 // chunked is an append-only sequence kept in blocks of chunkLen items. An
 // append copies at most the block it lands in, while that grows, never the
@@ -93,6 +97,37 @@ func (t *names) reindex() {
 	for n, s := range t.list.Values {
 		t.index[s] = uint32(n)
 	}
+}
+
+// kindCodes numbers a table's names as a Kinds numbers its kinds: a name
+// it does not list is NoKind. It is a list, not a map: a definition names
+// a few kinds.
+type kindCodes []kindCode
+
+type kindCode struct {
+	name uint32
+	code int32
+}
+
+// codes appends to dst the numbers k gives the names t holds.
+func (t *names) codes(dst kindCodes, k *objective.Kinds) kindCodes {
+	dst = dst[:0]
+	for i, kind := range k.Names() {
+		if n, ok := t.find(kind); ok {
+			dst = append(dst, kindCode{n, int32(i)})
+		}
+	}
+	return dst
+}
+
+// of returns the number of name n.
+func (c kindCodes) of(n uint32) int32 {
+	for _, x := range c {
+		if x.name == n {
+			return x.code
+		}
+	}
+	return objective.NoKind
 }
 
 // find returns the name of s, if s was interned.

@@ -79,7 +79,9 @@ type Preview struct {
 	changed          int
 	moved            []Moved // min-heap by |Δ| (then the larger run id first), at most limit
 	arena            objective.Arena
-	buf              []objective.Signal
+	buf              []objective.Observation
+	kinds            objective.Kinds       // of the current and the draft definition
+	codes            evalCodes             // as kinds numbers them, at the start
 	finishedAfter    map[int]bool          // runs finished after the start
 	reportsAtStart   map[int32]startReport // by number: reports replaced since the start
 	closed           bool
@@ -108,6 +110,9 @@ func (a *Agent) StartPreview(c PreviewObjective, now time.Time) (*Preview, error
 		draftSum: objective.NewSummarizer(label, draft.Version, draft.Definition.Bounds, limit),
 		curSum:   objective.NewSummarizer(label, cur.Version, cur.Definition.Bounds, limit),
 		limit:    limit}
+	p.kinds.Add(cur.Definition)
+	p.kinds.Add(draft.Definition)
+	a.codesFor(&p.codes, &p.kinds)
 	a.previews = append(a.previews, p)
 	return p, nil
 }
@@ -137,8 +142,8 @@ func (p *Preview) Step(budget int) (done bool) {
 		}
 		p.buf = p.gather(i, &r, p.buf[:0])
 		spent += 1 + len(p.buf)
-		cur := p.arena.Evaluate(p.current.Definition, p.current.Version, run, p.buf, p.now)
-		drf := p.arena.Evaluate(p.draft.Definition, p.draft.Version, run, p.buf, p.now)
+		cur := p.arena.EvaluateObserved(p.current.Definition, p.current.Version, run, &p.kinds, p.buf, p.now)
+		drf := p.arena.EvaluateObserved(p.draft.Definition, p.draft.Version, run, &p.kinds, p.buf, p.now)
 		p.curSum.Add(&cur)
 		p.draftSum.Add(&drf)
 		p.compare(&cur, &drf)
@@ -149,14 +154,14 @@ func (p *Preview) Step(budget int) (done bool) {
 // gather appends run i's signals as of the start: those recorded by then,
 // to it or to the objects it had claimed by then, and its reports as they
 // stood then.
-func (p *Preview) gather(i int, r *Run, buf []objective.Signal) []objective.Signal {
+func (p *Preview) gather(i int, r *Run, buf []objective.Observation) []objective.Observation {
 	a := p.a
-	buf = a.signals.appendObjective(buf, p.upTo(a.signals.ofRun(i)))
+	buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofRun(i)), p.codes.signals)
 	for _, cl := range r.Claims {
 		if cl.Seq > p.seq {
 			break // claims are in sequence order
 		}
-		buf = a.signals.appendObjective(buf, p.upTo(a.signals.ofObject(cl.Object)))
+		buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofObject(cl.Object)), p.codes.signals)
 	}
 	for _, n := range a.reports.ofRun(i) {
 		if old, ok := p.reportsAtStart[n]; ok {
@@ -169,7 +174,7 @@ func (p *Preview) gather(i int, r *Run, buf []objective.Signal) []objective.Sign
 		if rec.seq > p.seq {
 			continue // made after the start
 		}
-		if sig, ok := a.reports.signal(int(n), rec); ok {
+		if sig, ok := a.reports.observe(int(n), rec, p.codes.reports); ok {
 			buf = append(buf, sig)
 		}
 	}
@@ -304,13 +309,13 @@ func (a *Agent) noteReplace(i, n int) {
 		if p.reportsAtStart == nil {
 			p.reportsAtStart = map[int32]startReport{}
 		}
-		sig, valued := a.reports.signal(n, cur)
+		sig, valued := a.reports.observe(n, cur, p.codes.reports)
 		p.reportsAtStart[int32(n)] = startReport{sig, valued}
 	}
 }
 
 // startReport is a report as a preview's start saw it.
 type startReport struct {
-	sig    objective.Signal
+	sig    objective.Observation
 	valued bool // it had a value: sig counts
 }

@@ -88,26 +88,40 @@ func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Rewa
 	return a.rewardIn(&arena, i, ov, now)
 }
 
+// rewardRead is what the agent's reward reads reuse.
+type rewardRead struct {
+	obs   []objective.Observation
+	kinds objective.Kinds
+	codes evalCodes
+}
+
 // rewardIn is reward with its results cut from arena.
 func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now time.Time) objective.Reward {
+	if a.read == nil {
+		a.read = &rewardRead{}
+	}
+	rd := a.read
+	rd.kinds.Reset()
+	rd.kinds.Add(ov.Definition)
+	a.codesFor(&rd.codes, &rd.kinds)
 	run := a.runs.objectiveRun(i)
 	claims := a.runs.claims(i)
-	buf := a.scratch
+	buf := rd.obs
 	n := len(a.signals.ofRun(i)) + len(a.reports.ofRun(i))
 	for _, cl := range claims {
 		n += len(a.signals.ofObject(cl.Object))
 	}
 	if cap(buf) < n {
-		buf = make([]objective.Signal, 0, n)
+		buf = make([]objective.Observation, 0, n)
 	}
 	buf = buf[:0]
-	buf = a.signals.appendObjective(buf, a.signals.ofRun(i))
+	buf = a.signals.appendObserved(buf, a.signals.ofRun(i), rd.codes.signals)
 	for _, cl := range claims {
-		buf = a.signals.appendObjective(buf, a.signals.ofObject(cl.Object))
+		buf = a.signals.appendObserved(buf, a.signals.ofObject(cl.Object), rd.codes.signals)
 	}
-	buf = a.reportSignals(i, buf)
-	a.scratch = buf
-	return arena.Evaluate(ov.Definition, ov.Version, run, buf, now)
+	buf = a.reportObservations(i, buf, rd.codes.reports)
+	rd.obs = buf
+	return arena.EvaluateObserved(ov.Definition, ov.Version, run, &rd.kinds, buf, now)
 }
 
 // VersionRewards summarises the rewards of every run of an agent version

@@ -160,13 +160,30 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 	return out
 }
 
-// reportSignals appends, for the reward evaluator, one signal of kind =
-// scorer per standing report of run number run that has a value.
-func (a *Agent) reportSignals(run int, buf []objective.Signal) []objective.Signal {
+// reportObservations appends, for the reward evaluator, one signal of
+// kind = scorer per standing report of run number run that has a value,
+// its kind numbered by codes (see kindsOf).
+func (a *Agent) reportObservations(run int, buf []objective.Observation, codes kindCodes) []objective.Observation {
 	for _, n := range a.reports.ofRun(run) {
-		if sig, ok := a.reports.signal(int(n), a.reports.record(int(n))); ok {
+		if sig, ok := a.reports.observe(int(n), a.reports.record(int(n)), codes); ok {
 			buf = append(buf, sig)
 		}
 	}
 	return buf
+}
+
+// evalCodes numbers the kinds a Kinds lists among the names of the
+// agent's signals and of its reports, for the observations of a reward
+// evaluation.
+type evalCodes struct {
+	signals, reports kindCodes
+}
+
+// codesFor fills c for k.
+func (a *Agent) codesFor(c *evalCodes, k *objective.Kinds) {
+	c.signals = a.signals.names.codes(c.signals, k)
+	c.reports = c.reports[:0]
+	if a.reports != nil {
+		c.reports = a.reports.names.codes(c.reports, k)
+	}
 }

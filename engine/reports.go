@@ -194,17 +194,18 @@ func (t *reportTable) ofRun(run int) []int32 {
 // record returns report n's record.
 func (t *reportTable) record(n int) reportRecord { return *t.recs.At(n) }
 
-// signal is a report's record as the reward evaluator reads it: a signal
-// of kind = scorer, when the report has a value.
-func (t *reportTable) signal(n int, rec reportRecord) (objective.Signal, bool) {
+// observe is a report's record as the reward evaluator reads it: a signal
+// of kind = scorer (numbered by codes, see names.codes), when the report
+// has a value.
+func (t *reportTable) observe(n int, rec reportRecord, codes kindCodes) (objective.Observation, bool) {
 	if rec.flags&reportHasValue == 0 {
-		return objective.Signal{}, false
+		return objective.Observation{}, false
 	}
-	at := rec.updated.exact()
+	at := rec.updated.instant()
 	if rec.flags&reportFarUpdated != 0 {
-		at = t.extras.at(n).odd.updated
+		at = objective.InstantOf(t.extras.at(n).odd.updated)
 	}
-	return objective.Signal{Kind: t.names.at(rec.scorer), Value: rec.value, OccurredAt: at, ReceivedAt: at, Seq: rec.seq}, true
+	return objective.Observation{Kind: codes.of(rec.scorer), Value: rec.value, Occurred: at, Received: at, Seq: rec.seq}, true
 }
 
 // at returns report n; runs names its run.

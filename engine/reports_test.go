@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/engine/objective"
 )
 
 // A report reads back from the table exactly as it was set, including what
@@ -26,7 +28,7 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 		{ID: "custom", RunID: "run_2", Kind: "another", Scorer: "review", Detail: `{"why":"ok"}`, Value: ptr(-1),
 			CreatedAt: far, UpdatedAt: time.Unix(0, 0).UTC(), Seq: 11},
 		{ID: "rpt_01KB6ZQ2XJCQ3J0AWVMZ5ZQK80", RunID: "run_2", Kind: ReportReview, Scorer: "review", TurnID: "t2",
-			UpdatedAt: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)},
+			Value: ptr(2.5), UpdatedAt: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)},
 	}
 	var tbl reportTable
 	for _, rep := range reports {
@@ -34,6 +36,9 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 		tbl.set(rep, run)
 	}
 	view := tbl.view()
+	var kinds objective.Kinds
+	kinds.Add(objective.Definition{Terms: []objective.Term{{Signal: "review"}, {Signal: "ci.tests"}}})
+	codes := tbl.names.codes(nil, &kinds)
 	replaced := reports[2]
 	replaced.Detail, replaced.Kind, replaced.CreatedAt, replaced.Value, replaced.Seq = "", ReportReview, t0, nil, 12
 	tbl.set(replaced, 1)
@@ -46,6 +51,16 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 		fromValue.report(want)
 		if !bytes.Equal(fromRecord, fromValue) {
 			t.Errorf("report %d encodes from its record as %x, from its value as %x", n, fromRecord, fromValue)
+		}
+		got, valued := view.observe(n, view.record(n), codes)
+		if valued != (want.Value != nil) {
+			t.Errorf("report %d observed: %v, want %v", n, valued, want.Value != nil)
+		} else if valued {
+			observed := kinds.Observe(objective.Signal{Kind: want.Scorer, Value: *want.Value, OccurredAt: want.UpdatedAt,
+				ReceivedAt: want.UpdatedAt, Seq: want.Seq})
+			if got != observed {
+				t.Errorf("report %d is observed from its record as %+v, from its value as %+v", n, got, observed)
+			}
 		}
 	}
 	var fromRecord, fromValue writer

@@ -108,6 +108,14 @@ func (s stamp) exact() time.Time {
 	return time.Unix(0, int64(s)).UTC()
 }
 
+// instant is exact's time as the evaluator compares it.
+func (s stamp) instant() objective.Instant {
+	if s == noTime {
+		return objective.InstantOf(time.Time{})
+	}
+	return objective.UnixNano(int64(s))
+}
+
 // addRun makes the next run known: runs are numbered in creation order.
 func (l *SignalLog) addRun(runID string) {
 	l.runIDs.Append(runID)
@@ -278,12 +286,21 @@ func (l *SignalLog) ofObject(object string) []int32 {
 	return nil
 }
 
-// appendObjective appends the signals at idx as the objective reads them.
-func (l *SignalLog) appendObjective(buf []objective.Signal, idx []int32) []objective.Signal {
+// appendObserved appends the signals at idx as the evaluator reads them,
+// their kinds numbered by codes (see names.codes).
+func (l *SignalLog) appendObserved(buf []objective.Observation, idx []int32, codes kindCodes) []objective.Observation {
 	for _, i := range idx {
 		rec := l.recs.At(int(i))
-		buf = append(buf, objective.Signal{Kind: l.names.at(rec.kind), Value: rec.value,
-			OccurredAt: l.time(rec.occurred), ReceivedAt: l.time(rec.received), Seq: rec.seq})
+		buf = append(buf, objective.Observation{Kind: codes.of(rec.kind), Value: rec.value,
+			Occurred: l.instant(rec.occurred), Received: l.instant(rec.received), Seq: rec.seq})
 	}
 	return buf
+}
+
+// instant is the time of a stamp as the evaluator compares it.
+func (l *SignalLog) instant(s stamp) objective.Instant {
+	if s < farStamps { // the zero time, or one in farTimes
+		return objective.InstantOf(l.time(s))
+	}
+	return objective.UnixNano(int64(s))
 }

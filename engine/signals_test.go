@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/engine/objective"
 )
 
 // A signal reads back from the compact log exactly as it was added,
@@ -32,6 +34,9 @@ func TestSignalLogReadsBackWhatWasAdded(t *testing.T) {
 		l.add(s, runs[s.RunID])
 	}
 	view := l.view()
+	var kinds objective.Kinds
+	kinds.Add(objective.Definition{Terms: []objective.Term{{Signal: "never.sent"}, {Signal: "external.ticket_closed"}, {Signal: "human.rating"}}})
+	codes := l.names.codes(nil, &kinds)
 	l.add(Signal{ID: "sig_late", Kind: "late", RunID: "run_2"}, 1)
 	if view.Len() != len(signals) {
 		t.Fatalf("a view has %d signals, want the %d added before it", view.Len(), len(signals))
@@ -45,6 +50,12 @@ func TestSignalLogReadsBackWhatWasAdded(t *testing.T) {
 		fromValue.signal(want)
 		if !bytes.Equal(fromRecord, fromValue) {
 			t.Errorf("signal %d encodes from its record as %x, from its value as %x", i, fromRecord, fromValue)
+		}
+		got := view.appendObserved(nil, []int32{int32(i)}, codes)
+		observed := kinds.Observe(objective.Signal{Kind: want.Kind, Value: want.Value, OccurredAt: want.OccurredAt,
+			ReceivedAt: want.ReceivedAt, Seq: want.Seq})
+		if len(got) != 1 || got[0] != observed {
+			t.Errorf("signal %d is observed from its record as %+v, from its value as %+v", i, got, observed)
 		}
 	}
 	if i, ok := l.byDedupKey("msg-2"); !ok || i != 3 {

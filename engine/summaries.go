@@ -30,9 +30,11 @@ type summaryKey struct {
 type VersionSummary struct {
 	key     summaryKey
 	def     objective.Definition
-	from    time.Time // the read that took the view
-	signals SignalLog // a view
-	table   runTable  // a view
+	kinds   objective.Kinds // def's
+	codes   kindCodes       // of signals' kinds, as kinds numbers them
+	from    time.Time       // the read that took the view
+	signals SignalLog       // a view
+	table   runTable        // a view
 	runs    []summaryRun
 
 	// first is held by the reader computing the summary the first time,
@@ -57,7 +59,7 @@ type summaryRun struct {
 // summaryExtra is what few runs have: claims and reports.
 type summaryExtra struct {
 	claimed [][]int32 // per claim, capped
-	reports []objective.Signal
+	reports []objective.Observation
 }
 
 // At returns the summary as a read at now computes it. A read at the
@@ -95,18 +97,18 @@ func (s *VersionSummary) compute(now time.Time) (sum objective.Summary, until ti
 	z := objective.NewSummarizer(s.key.version, s.key.objective, s.def.Bounds, s.key.limit)
 	var (
 		arena objective.Arena
-		buf   []objective.Signal
+		buf   []objective.Observation
 	)
 	for i := range s.runs {
 		sr := &s.runs[i]
-		buf = s.signals.appendObjective(buf[:0], sr.signals)
+		buf = s.signals.appendObserved(buf[:0], sr.signals, s.codes)
 		if sr.extra != nil {
 			for _, idx := range sr.extra.claimed {
-				buf = s.signals.appendObjective(buf, idx)
+				buf = s.signals.appendObserved(buf, idx, s.codes)
 			}
 			buf = append(buf, sr.extra.reports...)
 		}
-		rw := arena.Evaluate(s.def, s.key.objective, s.table.objectiveRun(int(sr.run)), buf, now)
+		rw := arena.EvaluateObserved(s.def, s.key.objective, s.table.objectiveRun(int(sr.run)), &s.kinds, buf, now)
 		if !rw.Matured && !rw.MaturesAt.IsZero() && (until.IsZero() || rw.MaturesAt.Before(until)) {
 			until = rw.MaturesAt
 		}
@@ -130,6 +132,10 @@ func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Tim
 	}
 	s := &VersionSummary{key: key, def: ov.Definition, from: now, signals: a.signals.view(), table: a.runs.view(),
 		runs: make([]summaryRun, 0, n)}
+	s.kinds.Add(ov.Definition)
+	var codes evalCodes
+	a.codesFor(&codes, &s.kinds)
+	s.codes = codes.signals
 	for i := range a.runs.len() {
 		if !ok || a.runs.recs.At(i).version != version {
 			continue
@@ -137,7 +143,7 @@ func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Tim
 		sr := summaryRun{run: int32(i), signals: capped(a.signals.ofRun(i))}
 		claims, reports := a.runs.claims(i), a.reports.ofRun(i)
 		if len(claims) > 0 || len(reports) > 0 {
-			x := &summaryExtra{reports: a.reportSignals(i, nil)}
+			x := &summaryExtra{reports: a.reportObservations(i, nil, codes.reports)}
 			for _, cl := range claims {
 				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
 			}

@@ -27,14 +27,22 @@ func benchSignals(rnd *rand.Rand, n int) []Signal {
 	return signals
 }
 
+// BenchmarkEvaluate evaluates a lone reward from observations, as the
+// engine gathers them.
 func BenchmarkEvaluate(b *testing.B) {
 	d := seedDefinition(b)
 	for _, n := range []int{10, 100, 1000} {
-		signals := benchSignals(rand.New(rand.NewPCG(1, uint64(n))), n)
+		var kinds Kinds
+		kinds.Add(d)
+		var obs []Observation
+		for _, s := range benchSignals(rand.New(rand.NewPCG(1, uint64(n))), n) {
+			obs = append(obs, kinds.Observe(s))
+		}
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				Evaluate(d, 1, finished, signals, t0.Add(3*day))
+				var a Arena
+				a.EvaluateObserved(d, 1, finished, &kinds, obs, t0.Add(3*day))
 			}
 		})
 	}

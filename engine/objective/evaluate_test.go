@@ -407,3 +407,25 @@ func TestTermWithoutAValueLeavesTheOthersCounted(t *testing.T) {
 		t.Fatalf("value = %v, want the mean of the rating and ci terms, 0.4 (terms %+v)", *r.Value, r.Terms)
 	}
 }
+
+// TestInstantsOrderAsTimes: Instants compare as the times they stand for,
+// far ones and ones before 1970 included, and UnixNano agrees with InstantOf.
+func TestInstantsOrderAsTimes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	times := []time.Time{{}, t0, t0.Add(1), t0.Add(-1), time.Unix(0, 0), time.Unix(-1, 999_999_999), time.Unix(-1, 0),
+		time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MaxInt64).UTC(), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(2300, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for range 200 {
+		times = append(times, time.Unix(0, rng.Int64()-rng.Int64()).UTC(), time.Unix(rng.Int64N(1<<40)-1<<39, rng.Int64N(1e9)).UTC())
+	}
+	for _, a := range times {
+		for _, b := range times {
+			if got, want := InstantOf(a).Compare(InstantOf(b)), a.Compare(b); got != want {
+				t.Fatalf("%v against %v: Instants compare %d, times %d", a, b, got, want)
+			}
+		}
+		if n := a.UnixNano(); time.Unix(0, n).Equal(a) && UnixNano(n) != InstantOf(a) {
+			t.Fatalf("UnixNano(%d) = %v, InstantOf = %v", n, UnixNano(n), InstantOf(a))
+		}
+	}
+}
