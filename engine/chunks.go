@@ -99,6 +99,14 @@ func (t *names) reindex() {
 	}
 }
 
+// internBytes is intern of string(b), which it makes only for a new name.
+func (t *names) internBytes(b []byte) uint32 {
+	if n, ok := t.index[string(b)]; ok {
+		return n
+	}
+	return t.intern(string(b))
+}
+
 // kindCodes numbers a table's names as a Kinds numbers its kinds: a name
 // it does not list is NoKind. It is a list, not a map: a definition names
 // a few kinds.
@@ -159,6 +167,9 @@ func (c *chunked[T]) Values(yield func(int, T) bool) {
 // the last capped at its length, so an item appended after it lands beyond
 // what it reads (and an append to the view itself copies that block).
 func (c *chunked[T]) view() chunked[T] {
+	if len(c.blocks) == 0 {
+		return chunked[T]{}
+	}
 	v := chunked[T]{blocks: make([][]T, len(c.blocks))}
 	copy(v.blocks, c.blocks)
 	if k := len(v.blocks); k > 0 {

@@ -220,17 +220,7 @@ func DecodeState(b []byte) (State, error) {
 	}
 	runs = nil
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		sig := r.signal()
-		run, ok := s.Runs.find(sig.RunID)
-		switch {
-		case r.err != nil:
-		case sig.RunID == "":
-			s.Signals.add(sig, -1)
-		case ok:
-			s.Signals.add(sig, run)
-		default:
-			r.fail("signal %s of unknown run %s", sig.ID, sig.RunID)
-		}
+		r.signalInto(&s.Signals, &s.Runs)
 	}
 	s.Signals = s.Signals.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
@@ -591,11 +581,14 @@ func (r *reader) count() int {
 	return int(n)
 }
 
-func (r *reader) str() string {
+func (r *reader) str() string { return string(r.bytes()) }
+
+// bytes is str without the copy: they are the input's.
+func (r *reader) bytes() []byte {
 	n := r.count()
-	s := string(r.b[:n])
+	b := r.b[:n:n]
 	r.b = r.b[n:]
-	return s
+	return b
 }
 
 func (r *reader) float() float64 {
@@ -672,6 +665,53 @@ func (r *reader) trace() Trace {
 func (r *reader) signal() Signal {
 	return Signal{ID: r.str(), Kind: r.str(), Value: r.float(), RunID: r.str(), SessionID: r.str(),
 		Object: r.str(), DedupKey: r.str(), OccurredAt: r.time(), ReceivedAt: r.time(), Seq: r.uvarint()}
+}
+
+// signalInto decodes a signal as signal does and adds it to l as add adds
+// it, from the input's bytes: only a name l has not interned yet, an odd
+// id and a dedup key are made strings. A restore had made every signal's
+// strings, most of them to find them interned already. runs numbers its
+// run.
+func (r *reader) signalInto(l *SignalLog, runs *runTable) {
+	sigID, kind := r.bytes(), r.bytes()
+	rec := signalRecord{value: r.float()}
+	runID, session, object, dedupKey := r.bytes(), r.bytes(), r.bytes(), r.bytes()
+	rec.occurred, rec.received, rec.seq = r.stamp(l), r.stamp(l), r.uvarint()
+	if r.err != nil {
+		return
+	}
+	run := -1
+	if len(runID) > 0 {
+		var ok bool
+		if run, ok = runs.find(string(runID)); !ok {
+			r.fail("signal %s of unknown run %s", sigID, runID)
+			return
+		}
+	}
+	rec.kind, rec.session, rec.object = l.names.internBytes(kind), l.names.internBytes(session), l.names.internBytes(object)
+	odd := ""
+	if u, ok := recordID(id.Signal, string(sigID)); ok {
+		rec.id = u
+	} else {
+		odd = string(sigID)
+	}
+	l.push(rec, run, odd, string(dedupKey))
+}
+
+// stamp decodes a time as time does, as l's stamp of it.
+func (r *reader) stamp(l *SignalLog) stamp {
+	switch r.byte() {
+	case 0:
+		return noTime
+	case 1:
+		n := r.varint()
+		if stamp(n) >= farStamps {
+			return stamp(n)
+		}
+		return l.stamp(time.Unix(0, n).UTC())
+	}
+	r.fail("bad time")
+	return noTime
 }
 
 func (r *reader) objective() ObjectiveVersion {

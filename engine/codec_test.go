@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestEventCodecRoundTrip(t *testing.T) {
@@ -43,6 +44,39 @@ func TestStateCodecRoundTrip(t *testing.T) {
 	}
 	if !sameAgent(restored, h.a) {
 		t.Fatal("agent restored from an encoded snapshot differs from the live agent")
+	}
+}
+
+// A snapshot keeps the signal times at the low end of Unix nanoseconds,
+// which a log holds beside its records (farTimes), and refuses a signal of
+// a run it does not hold.
+func TestStateCodecEdges(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	for _, at := range []time.Time{time.Unix(0, math.MinInt64).UTC(), time.Unix(0, math.MinInt64+5).UTC(),
+		time.Unix(0, int64(farStamps)).UTC(), t0} {
+		h.signal(RecordSignal{Kind: "k", Value: 1, RunID: r.ID, OccurredAt: at})
+	}
+	if n := len(h.a.signals.farTimes); n != 2 {
+		t.Fatalf("%d far times, want the 2 below farStamps", n)
+	}
+	got, err := DecodeState(AppendState(nil, h.a.Snapshot()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Restore(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameAgent(restored, h.a) {
+		t.Fatal("agent restored from an encoded snapshot differs from the live agent")
+	}
+
+	var l SignalLog
+	l.addRun("run_gone")
+	l.add(Signal{ID: "sig_x", Kind: "k", RunID: "run_gone"}, 0)
+	if _, err := DecodeState(AppendState(nil, State{Seq: 1, Signals: l.view()})); !errors.Is(err, ErrDecode) {
+		t.Fatalf("a snapshot with a signal of a run it does not hold decodes: %v", err)
 	}
 }
 
@@ -102,8 +136,9 @@ func TestDecodeRejectsDamage(t *testing.T) {
 	}
 }
 
-// FuzzDecodeEvent: arbitrary bytes never panic, and whatever decodes
-// re-encodes to the same bytes.
+// FuzzDecodeEvent: arbitrary bytes never panic, as an event or as a
+// snapshot restored, and whatever decodes as an event re-encodes to the
+// same bytes.
 func FuzzDecodeEvent(f *testing.F) {
 	h := buildHistory(&testing.T{})
 	for _, ev := range h.events {
@@ -118,7 +153,9 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("re-encoded event does not decode to itself: %v", err)
 			}
 		}
-		_, _ = DecodeState(b)
+		if st, err := DecodeState(b); err == nil {
+			_, _ = Restore(st)
+		}
 	})
 }
 

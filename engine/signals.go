@@ -128,20 +128,30 @@ func (l *SignalLog) add(s Signal, run int) {
 	if (run < 0) != (s.RunID == "") || run >= 0 && *l.runIDs.At(run) != s.RunID {
 		panic(fmt.Sprintf("engine: signal %s of run %s numbered %d", s.ID, s.RunID, run))
 	}
-	l.init()
-	i := int32(l.recs.Len())
 	rec := signalRecord{value: s.Value, seq: s.Seq, kind: l.names.intern(s.Kind), session: l.names.intern(s.SessionID),
 		object: l.names.intern(s.Object), occurred: l.stamp(s.OccurredAt), received: l.stamp(s.ReceivedAt)}
-	if run >= 0 {
-		rec.run = uint32(run) + 1
-	}
+	odd := ""
 	if u, ok := recordID(id.Signal, s.ID); ok {
 		rec.id = u
 	} else {
-		l.oddIDs = append(l.oddIDs, oddID{i, s.ID})
+		odd = s.ID
 	}
-	if s.DedupKey != "" {
-		l.dedupKeys.Append(s.DedupKey)
+	l.push(rec, run, odd, s.DedupKey)
+}
+
+// push appends rec, whose names, times and id add has set (a zero id: the
+// id is odd), as a signal of run number run (-1: none) with dedupKey.
+func (l *SignalLog) push(rec signalRecord, run int, odd, dedupKey string) {
+	l.init()
+	i := int32(l.recs.Len())
+	if run >= 0 {
+		rec.run = uint32(run) + 1
+	}
+	if rec.id.IsZero() {
+		l.oddIDs = append(l.oddIDs, oddID{i, odd})
+	}
+	if dedupKey != "" {
+		l.dedupKeys.Append(dedupKey)
 		rec.dedup = uint32(l.dedupKeys.Len())
 	}
 	l.recs.Append(rec)
