@@ -88,11 +88,15 @@ func (a *Agent) reward(i int, ov ObjectiveVersion, now time.Time) objective.Rewa
 	return a.rewardIn(&arena, i, ov, now)
 }
 
-// rewardRead is what the agent's reward reads reuse.
+// rewardRead is what the agent's reward reads reuse: the buffer of
+// observations, and the numbering of kinds for objective version version
+// as of event seq (an overview reads every run under one version).
 type rewardRead struct {
-	obs   []objective.Observation
-	kinds objective.Kinds
-	codes evalCodes
+	obs     []objective.Observation
+	version int
+	seq     uint64
+	kinds   objective.Kinds
+	codes   evalCodes
 }
 
 // rewardIn is reward with its results cut from arena.
@@ -101,9 +105,14 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 		a.read = &rewardRead{}
 	}
 	rd := a.read
-	rd.kinds.Reset()
-	rd.kinds.Add(ov.Definition)
-	a.codesFor(&rd.codes, &rd.kinds)
+	if rd.version != ov.Version || rd.seq != a.seq {
+		// A version's definition never changes; the names its kinds have
+		// may, with the next event.
+		rd.version, rd.seq = ov.Version, a.seq
+		rd.kinds.Reset()
+		rd.kinds.Add(ov.Definition)
+		a.codesFor(&rd.codes, &rd.kinds)
+	}
 	run := a.runs.objectiveRun(i)
 	claims := a.runs.claims(i)
 	buf := rd.obs
