@@ -204,11 +204,7 @@ func restore(rec persist.Recovered) (*engine.Agent, error) {
 	}
 	for i, b := range rec.Tail {
 		seq := rec.SnapshotSeq + uint64(i) + 1
-		ev, err := engine.DecodeEvent(b)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", seq, err)
-		}
-		if err := a.Replay(seq, ev); err != nil {
+		if err := a.ReplayEncoded(seq, b); err != nil {
 			return nil, fmt.Errorf("event %d: %w", seq, err)
 		}
 	}

@@ -68,6 +68,42 @@ func (a *Agent) Replay(seq uint64, ev Event) error {
 	return nil
 }
 
+// ReplayEncoded is Replay of an event's encoding (AppendEvent's), as the log
+// holds it. A signal goes from its bytes into the log's record, as a
+// snapshot's do (SignalLog.addEncoded), which is what applying it does;
+// every other event is decoded and applied.
+func (a *Agent) ReplayEncoded(seq uint64, b []byte) error {
+	if len(b) < 2 || b[0] != codecVersion || eventType(b[1]) != evSignalRecorded {
+		ev, err := DecodeEvent(b)
+		if err != nil {
+			return err
+		}
+		return a.Replay(seq, ev)
+	}
+	if seq != a.seq+1 {
+		return fmt.Errorf("engine: replay event %d after %d", seq, a.seq)
+	}
+	r := &reader{b: b[2:]}
+	e := r.encodedSignal()
+	if err := r.done(); err != nil {
+		return err
+	}
+	if a.runByExternal == nil {
+		a.makeIndexes() // as apply does for every event but AgentCreated
+	}
+	run := -1
+	if len(e.runID) > 0 {
+		var ok bool
+		if run, ok = a.runs.find(string(e.runID)); !ok {
+			return fmt.Errorf("engine: signal of unknown run %s", e.runID)
+		}
+	}
+	e.seq = seq // apply stamps a signal's seq
+	a.signals.addEncoded(&e, run)
+	a.seq = seq
+	return nil
+}
+
 // commit applies events a command decided on, numbering them after LastSeq.
 func (a *Agent) commit(events []Event) {
 	for _, ev := range events {

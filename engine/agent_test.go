@@ -342,6 +342,46 @@ func TestReplayEqualsLiveState(t *testing.T) {
 	}
 }
 
+// ReplayEncoded rebuilds from the log's encodings the agent that Replay
+// rebuilds from the events, indexes included, and refuses what Replay
+// refuses.
+func TestReplayEncodedEqualsReplay(t *testing.T) {
+	h := buildHistory(t)
+	encoded := NewAgent()
+	for i, ev := range h.events {
+		if err := encoded.ReplayEncoded(uint64(i+1), AppendEvent(nil, ev)); err != nil {
+			t.Fatalf("event %d (%T): %v", i+1, ev, err)
+		}
+	}
+	if !sameAgent(encoded, replayAll(t, h.events)) {
+		t.Fatal("agent replayed from encodings differs from the agent replayed from events")
+	}
+	next := uint64(len(h.events) + 1)
+	runID := h.a.runs.id(0)
+	signal := AppendEvent(nil, SignalRecorded{Signal: Signal{ID: "sig_01KB6ZQ2XJCQ3J0AWVMZ5ZQK7X", Kind: "k", RunID: runID}})
+	for name, tc := range map[string]struct {
+		seq uint64
+		b   []byte
+	}{
+		"a sequence gap":                     {next + 1, signal},
+		"a signal of a run it does not hold": {next, AppendEvent(nil, SignalRecorded{Signal: Signal{ID: "sig_x", Kind: "k", RunID: "run_gone"}})},
+		"trailing bytes":                     {next, append(slices.Clip(signal), 0)},
+		"a cut":                              {next, signal[:len(signal)-1]},
+		"another format":                     {next, append([]byte{codecVersion + 1}, signal[1:]...)},
+	} {
+		before := encoded.Snapshot()
+		if err := encoded.ReplayEncoded(tc.seq, tc.b); err == nil {
+			t.Errorf("%s: replayed", name)
+		}
+		if !reflect.DeepEqual(encoded.Snapshot(), before) {
+			t.Errorf("%s: the refused event changed the agent", name)
+		}
+	}
+	if err := encoded.ReplayEncoded(next, signal); err != nil || encoded.LastSeq() != next || encoded.signals.At(encoded.signals.Len()-1).Seq != next {
+		t.Fatalf("a signal after the history: %v, last seq %d", err, encoded.LastSeq())
+	}
+}
+
 func TestRestoreEqualsLiveState(t *testing.T) {
 	h := buildHistory(t)
 	restored, err := Restore(h.a.Snapshot())

@@ -220,7 +220,17 @@ func DecodeState(b []byte) (State, error) {
 	}
 	runs = nil
 	for n := r.count(); n > 0 && r.err == nil; n-- {
-		r.signalInto(&s.Signals, &s.Runs)
+		e := r.encodedSignal()
+		run, ok := s.Runs.find(string(e.runID))
+		switch {
+		case r.err != nil:
+		case len(e.runID) == 0:
+			s.Signals.addEncoded(&e, -1)
+		case ok:
+			s.Signals.addEncoded(&e, run)
+		default:
+			r.fail("signal %s of unknown run %s", e.id, e.runID)
+		}
 	}
 	s.Signals = s.Signals.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
@@ -667,51 +677,23 @@ func (r *reader) signal() Signal {
 		Object: r.str(), DedupKey: r.str(), OccurredAt: r.time(), ReceivedAt: r.time(), Seq: r.uvarint()}
 }
 
-// signalInto decodes a signal as signal does and adds it to l as add adds
-// it, from the input's bytes: only a name l has not interned yet, an odd
-// id and a dedup key are made strings. A restore had made every signal's
-// strings, most of them to find them interned already. runs numbers its
-// run.
-func (r *reader) signalInto(l *SignalLog, runs *runTable) {
-	sigID, kind := r.bytes(), r.bytes()
-	rec := signalRecord{value: r.float()}
-	runID, session, object, dedupKey := r.bytes(), r.bytes(), r.bytes(), r.bytes()
-	rec.occurred, rec.received, rec.seq = r.stamp(l), r.stamp(l), r.uvarint()
-	if r.err != nil {
-		return
-	}
-	run := -1
-	if len(runID) > 0 {
-		var ok bool
-		if run, ok = runs.find(string(runID)); !ok {
-			r.fail("signal %s of unknown run %s", sigID, runID)
-			return
-		}
-	}
-	rec.kind, rec.session, rec.object = l.names.internBytes(kind), l.names.internBytes(session), l.names.internBytes(object)
-	odd := ""
-	if u, ok := recordID(id.Signal, string(sigID)); ok {
-		rec.id = u
-	} else {
-		odd = string(sigID)
-	}
-	l.push(rec, run, odd, string(dedupKey))
+// encodedSignal is a signal's encoding read in place: its strings are the
+// input's bytes. A restore and a replay add it to the log as it is
+// (SignalLog.addEncoded), making strings only of what the log does not
+// hold yet; making every signal's six strings had been most of a restore.
+type encodedSignal struct {
+	id, kind, runID, session, object, dedupKey []byte
+	value                                      float64
+	occurred, received                         time.Time
+	seq                                        uint64
 }
 
-// stamp decodes a time as time does, as l's stamp of it.
-func (r *reader) stamp(l *SignalLog) stamp {
-	switch r.byte() {
-	case 0:
-		return noTime
-	case 1:
-		n := r.varint()
-		if stamp(n) >= farStamps {
-			return stamp(n)
-		}
-		return l.stamp(time.Unix(0, n).UTC())
-	}
-	r.fail("bad time")
-	return noTime
+// encodedSignal reads what signal reads, in place.
+func (r *reader) encodedSignal() (e encodedSignal) {
+	e.id, e.kind, e.value = r.bytes(), r.bytes(), r.float()
+	e.runID, e.session, e.object, e.dedupKey = r.bytes(), r.bytes(), r.bytes(), r.bytes()
+	e.occurred, e.received, e.seq = r.time(), r.time(), r.uvarint()
+	return e
 }
 
 func (r *reader) objective() ObjectiveVersion {

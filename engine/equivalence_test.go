@@ -145,6 +145,13 @@ func TestLiveReplayedAndRestoredAgree(t *testing.T) {
 
 				replayed := replayAll(t, live.events)
 				compare(t, mode+": replayed", want, wantProbes, replayed, now)
+				encoded := NewAgent()
+				for i, ev := range live.events {
+					if err := encoded.ReplayEncoded(uint64(i+1), AppendEvent(nil, ev)); err != nil {
+						t.Fatalf("event %d replayed from its encoding: %v", i+1, err)
+					}
+				}
+				compare(t, mode+": replayed from encodings", want, wantProbes, encoded, now)
 
 				for k := 0; k <= len(sc.steps); k++ {
 					at := runScript(t, sc, mode, k)
@@ -157,7 +164,7 @@ func TestLiveReplayedAndRestoredAgree(t *testing.T) {
 						t.Fatalf("restore after step %d: %v", k, err)
 					}
 					for i := len(at.events); i < len(live.events); i++ {
-						if err := restored.Replay(uint64(i+1), live.events[i]); err != nil {
+						if err := restored.ReplayEncoded(uint64(i+1), AppendEvent(nil, live.events[i])); err != nil {
 							t.Fatalf("tail after a snapshot at step %d: %v", k, err)
 						}
 					}

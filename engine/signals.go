@@ -139,6 +139,20 @@ func (l *SignalLog) add(s Signal, run int) {
 	l.push(rec, run, odd, s.DedupKey)
 }
 
+// addEncoded adds the signal e encodes as add adds it: a name the log
+// holds is not made a string again, nor an id that is a ULID.
+func (l *SignalLog) addEncoded(e *encodedSignal, run int) {
+	rec := signalRecord{value: e.value, seq: e.seq, kind: l.names.internBytes(e.kind), session: l.names.internBytes(e.session),
+		object: l.names.internBytes(e.object), occurred: l.stamp(e.occurred), received: l.stamp(e.received)}
+	odd := ""
+	if u, ok := recordID(id.Signal, string(e.id)); ok {
+		rec.id = u
+	} else {
+		odd = string(e.id)
+	}
+	l.push(rec, run, odd, string(e.dedupKey))
+}
+
 // push appends rec, whose names, times and id add has set (a zero id: the
 // id is odd), as a signal of run number run (-1: none) with dedupKey.
 func (l *SignalLog) push(rec signalRecord, run int, odd, dedupKey string) {
