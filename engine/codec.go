@@ -398,7 +398,7 @@ func (w *writer) signalAt(l *SignalLog, i int) {
 	w.str(l.runOf(rec))
 	w.str(l.names.at(rec.session))
 	w.str(l.names.at(rec.object))
-	w.str(l.dedupOf(rec))
+	w.str(l.dedupOf(i, rec))
 	w.stamp(rec.occurred, l.farTimes)
 	w.stamp(rec.received, l.farTimes)
 	w.uvarint(rec.seq)

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -24,7 +25,8 @@ import (
 //   - the id is the 16 bytes of its ULID, written "sig_" + base 32 on read;
 //   - times are Unix nanoseconds, as the codec writes them;
 //   - a dedup key, usually unique to its signal, is kept once, in
-//     dedupKeys, which the dedup index maps back into.
+//     dedupKeys by signal index, which the dedup index maps back into; a
+//     bit of the record's run says whether it has one.
 //
 // Reads materialise a Signal, so a signal reads back exactly as it was
 // recorded. What a record cannot hold goes to a side table: an id that is
@@ -43,8 +45,8 @@ type SignalLog struct {
 	recs      chunked[signalRecord]
 	names     names
 	runIDs    chunked[string]
-	dedupKeys chunked[string]
-	oddIDs    []oddID // ascending at
+	dedupKeys chunked[dedupKey] // ascending at
+	oddIDs    []oddID           // ascending at
 	farTimes  []time.Time
 
 	// The indexes: the maps are made at the first signal; a view has none.
@@ -53,7 +55,7 @@ type SignalLog struct {
 	dedup         map[string]int32   // dedup key → index into recs
 }
 
-// signalRecord is one stored signal: 72 bytes, no pointers.
+// signalRecord is one stored signal: 64 bytes, no pointers.
 type signalRecord struct {
 	id       ulid.ULID // zero: the id is in oddIDs
 	value    float64
@@ -63,8 +65,20 @@ type signalRecord struct {
 	kind     uint32 // names
 	session  uint32 // names; 0 for none
 	object   uint32 // names; 0 for none
-	run      uint32 // runIDs index + 1; 0 for none
-	dedup    uint32 // dedupKeys index + 1; 0 for none
+	run      uint32 // runIDs index + 1, 0 for none; and hasDedup
+}
+
+// hasDedup, in a record's run, says that the signal has a dedup key. Run
+// numbers stay below it: an agent would need 2³¹ runs.
+const hasDedup = 1 << 31
+
+// runNumber is a record's run: runIDs index + 1, 0 for none.
+func (r *signalRecord) runNumber() uint32 { return r.run &^ hasDedup }
+
+// dedupKey is the dedup key of signal at.
+type dedupKey struct {
+	at  int32
+	key string
 }
 
 type oddID struct {
@@ -154,35 +168,38 @@ func (l *SignalLog) addEncoded(e *encodedSignal, run int) {
 }
 
 // push appends rec, whose names, times and id add has set (a zero id: the
-// id is odd), as a signal of run number run (-1: none) with dedupKey.
-func (l *SignalLog) push(rec signalRecord, run int, odd, dedupKey string) {
+// id is odd), as a signal of run number run (-1: none) with dedup key dedup.
+func (l *SignalLog) push(rec signalRecord, run int, odd, dedup string) {
 	l.init()
 	i := int32(l.recs.Len())
 	if run >= 0 {
+		if run >= hasDedup-1 {
+			panic(fmt.Sprintf("engine: signal of run number %d", run))
+		}
 		rec.run = uint32(run) + 1
 	}
 	if rec.id.IsZero() {
 		l.oddIDs = append(l.oddIDs, oddID{i, odd})
 	}
-	if dedupKey != "" {
-		l.dedupKeys.Append(dedupKey)
-		rec.dedup = uint32(l.dedupKeys.Len())
+	if dedup != "" {
+		rec.run |= hasDedup
+		l.dedupKeys.Append(dedupKey{i, dedup})
 	}
 	l.recs.Append(rec)
 	l.index(i, &rec)
+	if dedup != "" {
+		l.dedup[dedup] = i
+	}
 }
 
-// index adds record i to the indexes.
+// index adds record i to the indexes by run and object.
 func (l *SignalLog) index(i int32, rec *signalRecord) {
-	if rec.run != 0 {
-		idx := l.runSignals.At(int(rec.run - 1))
+	if run := rec.runNumber(); run != 0 {
+		idx := l.runSignals.At(int(run - 1))
 		*idx = append(*idx, i)
 	}
 	if rec.object != 0 {
 		l.objectSignals[rec.object] = append(l.objectSignals[rec.object], i)
-	}
-	if rec.dedup != 0 {
-		l.dedup[*l.dedupKeys.At(int(rec.dedup - 1))] = i
 	}
 }
 
@@ -201,6 +218,9 @@ func adopt(v SignalLog) SignalLog {
 	}
 	for i := range l.recs.Len() {
 		l.index(int32(i), l.recs.At(i))
+	}
+	for _, d := range l.dedupKeys.Values {
+		l.dedup[d.key] = d.at
 	}
 	return l
 }
@@ -247,7 +267,7 @@ func (l *SignalLog) At(i int) Signal {
 	} else {
 		s.ID = id.Format(id.Signal, rec.id)
 	}
-	s.RunID, s.DedupKey = l.runOf(rec), l.dedupOf(rec)
+	s.RunID, s.DedupKey = l.runOf(rec), l.dedupOf(i, rec)
 	return s
 }
 
@@ -259,18 +279,20 @@ func (l *SignalLog) oddID(i int) string {
 
 // runOf is the id of the run a record was sent to by id ("" for none).
 func (l *SignalLog) runOf(rec *signalRecord) string {
-	if rec.run == 0 {
+	run := rec.runNumber()
+	if run == 0 {
 		return ""
 	}
-	return *l.runIDs.At(int(rec.run) - 1)
+	return *l.runIDs.At(int(run) - 1)
 }
 
-// dedupOf is a record's dedup key ("" for none).
-func (l *SignalLog) dedupOf(rec *signalRecord) string {
-	if rec.dedup == 0 {
+// dedupOf is the dedup key of signal i, whose record is rec ("" for none).
+func (l *SignalLog) dedupOf(i int, rec *signalRecord) string {
+	if rec.run&hasDedup == 0 {
 		return ""
 	}
-	return *l.dedupKeys.At(int(rec.dedup) - 1)
+	k := sort.Search(l.dedupKeys.Len(), func(k int) bool { return l.dedupKeys.At(k).at >= int32(i) })
+	return l.dedupKeys.At(k).key
 }
 
 // All yields every signal in receipt order.
