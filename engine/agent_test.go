@@ -382,6 +382,29 @@ func TestReplayEncodedEqualsReplay(t *testing.T) {
 	}
 }
 
+// A restore refuses signals numbered by runs other than the state's.
+func TestRestoreRefusesSignalsOfOtherRuns(t *testing.T) {
+	mine := newHarness(t)
+	r := mine.run(CreateRun{})
+	mine.signal(RecordSignal{Kind: "k", Value: 1, RunID: r.ID})
+	for name, tc := range map[string]struct {
+		runs  int
+		shift time.Duration // 0: the same first run id as mine
+	}{"another run": {1, time.Hour}, "one more run": {2, 0}} {
+		other := newHarness(t)
+		other.now = t0.Add(tc.shift)
+		for range tc.runs {
+			other.run(CreateRun{})
+		}
+		other.signal(RecordSignal{Kind: "k", Value: 1, RunID: other.a.runs.id(0)})
+		st := mine.a.Snapshot()
+		st.Signals = other.a.Snapshot().Signals
+		if _, err := Restore(st); err == nil {
+			t.Errorf("%s: restored", name)
+		}
+	}
+}
+
 func TestRestoreEqualsLiveState(t *testing.T) {
 	h := buildHistory(t)
 	restored, err := Restore(h.a.Snapshot())

@@ -167,7 +167,7 @@ func (l *SignalLog) addEncoded(e *encodedSignal, run int) {
 	l.push(rec, run, odd, string(e.dedupKey))
 }
 
-// push appends rec, whose names, times and id add has set (a zero id: the
+// push appends rec, whose names, times and id its caller has set (a zero id: the
 // id is odd), as a signal of run number run (-1: none) with dedup key dedup.
 func (l *SignalLog) push(rec signalRecord, run int, odd, dedup string) {
 	l.init()

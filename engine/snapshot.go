@@ -53,8 +53,8 @@ func (a *Agent) Snapshot() State {
 //   - signals in receipt order, reports in first-made order.
 //
 // The signals are the one exception: applying a signal only adds it to the
-// log, so the agent adopts the view's log (adopt), whose records add made,
-// and indexes them as add does. A Signal per signal, made and added again,
+// log, so the agent adopts the view's log (adopt), whose records were made
+// as add makes them, and indexes them as add does. A Signal per signal, made and added again,
 // had been most of what a restore allocated.
 //
 // A run's finish is independent of order (a session keeps the finished run
