@@ -162,7 +162,7 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 
 // reportObservations appends, for the reward evaluator, one signal of
 // kind = scorer per standing report of run number run that has a value,
-// its kind numbered by codes (see kindsOf).
+// its kind numbered by codes (see codesFor).
 func (a *Agent) reportObservations(run int, buf []objective.Observation, codes kindCodes) []objective.Observation {
 	for _, n := range a.reports.ofRun(run) {
 		if sig, ok := a.reports.observe(int(n), a.reports.record(int(n)), codes); ok {
