@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -219,9 +220,17 @@ func DecodeState(b []byte) (State, error) {
 		s.Signals.addRun(run.ID)
 	}
 	runs = nil
+	// A run's signals mostly come together: the last run found is tried first.
+	var lastRunID []byte
+	lastRun := -1
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		e := r.encodedSignal()
-		run, ok := s.Runs.find(string(e.runID))
+		run, ok := lastRun, lastRun >= 0 && bytes.Equal(e.runID, lastRunID)
+		if !ok {
+			if run, ok = s.Runs.find(string(e.runID)); ok {
+				lastRunID, lastRun = e.runID, run
+			}
+		}
 		switch {
 		case r.err != nil:
 		case len(e.runID) == 0:
