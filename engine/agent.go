@@ -91,12 +91,9 @@ func (a *Agent) ReplayEncoded(seq uint64, b []byte) error {
 	if a.runByExternal == nil {
 		a.makeIndexes() // as apply does for every event but AgentCreated
 	}
-	run := -1
-	if len(e.runID) > 0 {
-		var ok bool
-		if run, ok = a.runs.find(string(e.runID)); !ok {
-			return fmt.Errorf("engine: signal of unknown run %s", e.runID)
-		}
+	run, ok := e.runIn(a.runs)
+	if !ok {
+		return fmt.Errorf("engine: signal of unknown run %s", e.runID)
 	}
 	e.seq = seq // apply stamps a signal's seq
 	a.signals.addEncoded(&e, run)

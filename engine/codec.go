@@ -225,21 +225,20 @@ func DecodeState(b []byte) (State, error) {
 	lastRun := -1
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		e := r.encodedSignal()
+		if r.err != nil {
+			break
+		}
 		run, ok := lastRun, lastRun >= 0 && bytes.Equal(e.runID, lastRunID)
 		if !ok {
-			if run, ok = s.Runs.find(string(e.runID)); ok {
+			if run, ok = e.runIn(&s.Runs); !ok {
+				r.fail("signal %s of unknown run %s", e.id, e.runID)
+				break
+			}
+			if run >= 0 {
 				lastRunID, lastRun = e.runID, run
 			}
 		}
-		switch {
-		case r.err != nil:
-		case len(e.runID) == 0:
-			s.Signals.addEncoded(&e, -1)
-		case ok:
-			s.Signals.addEncoded(&e, run)
-		default:
-			r.fail("signal %s of unknown run %s", e.id, e.runID)
-		}
+		s.Signals.addEncoded(&e, run)
 	}
 	s.Signals = s.Signals.view()
 	for n := r.count(); n > 0 && r.err == nil; n-- {
@@ -695,6 +694,15 @@ type encodedSignal struct {
 	value                                      float64
 	occurred, received                         time.Time
 	seq                                        uint64
+}
+
+// runIn returns the number of e's run among runs, -1 for a signal without
+// one; false for a run runs does not hold.
+func (e *encodedSignal) runIn(runs *runTable) (int, bool) {
+	if len(e.runID) == 0 {
+		return -1, true
+	}
+	return runs.find(string(e.runID))
 }
 
 // encodedSignal reads what signal reads, in place.

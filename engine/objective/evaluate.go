@@ -66,7 +66,9 @@ func (i Instant) Compare(j Instant) int {
 	return 0
 }
 
-// after reports whether i is after j.
+// after reports whether i is after j: Compare(j) > 0, written out because
+// it is in the evaluator's innermost loops, where going through Compare cost
+// a tenth of a 1,000-signal reward (BenchmarkReward).
 func (i Instant) after(j Instant) bool { return i.Sec > j.Sec || i.Sec == j.Sec && i.Nsec > j.Nsec }
 
 // Kinds numbers the signal kinds that definitions name. Observations
