@@ -108,8 +108,9 @@ type HelloProcess struct {
 	Key  string // the token the echo's NATS server accepts
 }
 
-// StartHelloProcess starts `bin bench-hello` on free loopback ports.
-func StartHelloProcess(bin, logDir string) (*HelloProcess, error) {
+// StartHelloProcess starts `bin bench-hello` on free loopback ports, with
+// its durable floor's Pebble in dataDir.
+func StartHelloProcess(bin, logDir, dataDir string) (*HelloProcess, error) {
 	httpAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func StartHelloProcess(bin, logDir string) (*HelloProcess, error) {
 		return nil, err
 	}
 	key := newKey()
-	p, err := startProcess(bin, []string{"bench-hello", "--http", httpAddr, "--nats", natsAddr},
+	p, err := startProcess(bin, []string{"bench-hello", "--http", httpAddr, "--nats", natsAddr, "--data", dataDir},
 		[]string{"PLAUDIT_BOOTSTRAP_KEY=" + key}, logPath)
 	if err != nil {
 		return nil, err

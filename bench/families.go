@@ -6,8 +6,9 @@ import "fmt"
 type scenario struct {
 	name string
 	// base names the building block this row is divided by ("" for a
-	// building block); vs the same workload built on Redis, if any. Both
-	// run earlier in the suite, at the same concurrency.
+	// building block); vs the same workload built another way, if any: on
+	// Redis, or on the bare libraries (the durable floor). Both run
+	// earlier in the suite, at the same concurrency.
 	base, vs string
 	// proc is whose CPU the row's cpu/op is: procServer, procHello,
 	// procRedis, procRedisAOF or procBench.
@@ -66,10 +67,16 @@ var families = []family{
 		{name: "raw-pebble", proc: procBench, run: func(s *suite, l Loop) (Result, error) {
 			return RawPebbleAppend(s.dir(fmt.Sprintf("raw-pebble-c%d", l.C)), l)
 		}},
-		{name: "http-signal", base: "raw-pebble", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+		{name: "http-pebble", proc: procHello, run: func(s *suite, l Loop) (Result, error) {
+			return HTTPDurableHello(s.hello.HTTP, l)
+		}},
+		{name: "nats-pebble", proc: procHello, run: func(s *suite, l Loop) (Result, error) {
+			return NATSDurableEcho(s.hello.NATS, s.hello.Key, l)
+		}},
+		{name: "http-signal", base: "raw-pebble", vs: "http-pebble", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			return HTTPSignalIngest(s.target.HTTP, s.target.Key, l)
 		}},
-		{name: "nats-signal", base: "raw-pebble", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
+		{name: "nats-signal", base: "raw-pebble", vs: "nats-pebble", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			return NATSSignalIngest(s.target.HTTP, s.target.NATS, s.target.Key, l)
 		}},
 		{name: "http-signal-agents", base: "raw-pebble", proc: procServer, minC: 2, run: func(s *suite, l Loop) (Result, error) {

@@ -204,7 +204,7 @@ func (s *suite) ensure(r scenario) error {
 	var err error
 	switch {
 	case r.proc == procHello && s.hello == nil:
-		s.hello, err = StartHelloProcess(s.opts.Bin, s.logs)
+		s.hello, err = StartHelloProcess(s.opts.Bin, s.logs, mkdir(s.dir("hello-pebble")))
 	case r.proc == procRedis && s.redis == nil:
 		s.redis, err = StartRedis(s.opts.RedisServer, mkdir(s.dir("redis")), s.logs, false)
 	case r.proc == procRedisAOF && s.redisAOF == nil:

@@ -120,7 +120,8 @@ type Report struct {
 
 // Row is one row of a family's table: one workload at one concurrency,
 // with its ratios to its baseline (Base) and, where there is one, to the
-// same workload built on Redis (Vs).
+// same workload built another way (Vs): on Redis, or on the bare libraries
+// Plaudit is built on (the durable floor, see ServeHello).
 type Row struct {
 	Family string `json:"family"`
 	Name   string `json:"name"`

@@ -18,8 +18,8 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteTables writes a table per family, then recovery and memory, as
 // Markdown: each row's own figures, then its baseline and the ratios to
-// it at the same concurrency (and to the Redis build of the same
-// workload, where there is one).
+// it at the same concurrency (and to the same workload built another
+// way, where there is one).
 func (r *Report) WriteTables(w io.Writer) error {
 	fmt.Fprintf(w, "%s, %d CPUs (%s), %s, %s; %s.\n", r.Date.Format("2006-01-02 15:04 MST"),
 		r.Machine.CPUs, r.Machine.Model, r.Machine.Go, r.Machine.OSArch, r.Mode)
@@ -34,7 +34,7 @@ func (r *Report) WriteTables(w io.Writer) error {
 	for _, f := range fams {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-		fmt.Fprintf(tw, "| %s\tc\tops/s\tp50\tp99\tp99.9\tmax\tcpu/op\tof\terr\tbase\tp50 ÷ base\tp99 ÷ base\tops/s ÷ base\tcpu ÷ base\tops/s ÷ redis\t\n", f)
+		fmt.Fprintf(tw, "| %s\tc\tops/s\tp50\tp99\tp99.9\tmax\tcpu/op\tof\terr\tbase\tp50 ÷ base\tp99 ÷ base\tops/s ÷ base\tcpu ÷ base\tops/s ÷ vs\t\n", f)
 		fmt.Fprintln(tw, "|"+strings.Repeat("---\t", 16))
 		for _, row := range byFam[f] {
 			fmt.Fprintf(tw, "| %s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n",

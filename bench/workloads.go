@@ -115,7 +115,7 @@ func FasthttpHello(l Loop) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench: hello listen: %w", err)
 	}
-	srv := helloServer()
+	srv := helloServer(nil)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	defer func() {

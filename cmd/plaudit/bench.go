@@ -139,6 +139,7 @@ func benchHello(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "127.0.0.1:0", "fixed-body HTTP listen address")
 	natsAddr := fs.String("nats", "127.0.0.1:0", "echo NATS listen address")
+	dataDir := fs.String("data", "", "directory of the durable floor's Pebble (none without it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,5 +154,5 @@ func benchHello(args []string, stderr io.Writer) error {
 		<-sigs
 		close(stop)
 	}()
-	return bench.ServeHello(*httpAddr, *natsAddr, key, stop)
+	return bench.ServeHello(*httpAddr, *natsAddr, *dataDir, key, stop)
 }

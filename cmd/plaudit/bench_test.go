@@ -46,8 +46,9 @@ func TestBenchSmoke(t *testing.T) {
 	want := []string{
 		"select/nats-echo/1", "select/nats-select/1", "select/http-hello/1", "select/http-select/1", "select/beta-draws/1",
 		"select/nats-echo/4", "select/nats-select/4", "select/http-hello/4", "select/http-select/4",
-		"ingest/raw-pebble/1", "ingest/http-signal/1", "ingest/nats-signal/1",
-		"ingest/raw-pebble/4", "ingest/http-signal/4", "ingest/nats-signal/4", "ingest/http-signal-agents/4",
+		"ingest/raw-pebble/1", "ingest/http-pebble/1", "ingest/nats-pebble/1", "ingest/http-signal/1", "ingest/nats-signal/1",
+		"ingest/raw-pebble/4", "ingest/http-pebble/4", "ingest/nats-pebble/4", "ingest/http-signal/4", "ingest/nats-signal/4",
+		"ingest/http-signal-agents/4",
 		"feedback/http-feedback/1", "feedback/http-report-idem/1", "feedback/http-feedback/4", "feedback/http-report-idem/4",
 		"reads/reward-read-10/1", "reads/reward-read-100/1", "reads/reward-read-1000/1", "reads/version-summary/1",
 		"reads/reward-read-10/4", "reads/reward-read-1000/4", "reads/version-summary/4",
@@ -79,6 +80,11 @@ func TestBenchSmoke(t *testing.T) {
 	for _, name := range []string{"select/nats-select/1", "ingest/http-signal/4", "reads/reward-read-10/1"} {
 		if r := got[name]; r.Base == "" || r.P50Ratio <= 0 || r.OpsRatio <= 0 {
 			t.Errorf("%s: no ratio to its baseline: %+v", name, r)
+		}
+	}
+	for _, name := range []string{"ingest/http-signal/1", "ingest/nats-signal/4"} {
+		if r := got[name]; r.Vs == "" || r.VsOpsRatio <= 0 {
+			t.Errorf("%s: no ratio to the durable floor: %+v", name, r)
 		}
 	}
 	if len(rep.Recovery) != 2 {
@@ -139,7 +145,7 @@ func TestBenchTargetsARunningServer(t *testing.T) {
 			names = append(names, r.Name+"/"+strconv.Itoa(r.C))
 		}
 	}
-	if got, want := strings.Join(names, " "), "nats-echo/1 nats-select/1 nats-echo/4 nats-select/4 raw-pebble/1 http-signal/1 raw-pebble/4 http-signal/4"; got != want {
+	if got, want := strings.Join(names, " "), "nats-echo/1 nats-select/1 nats-echo/4 nats-select/4 raw-pebble/1 http-pebble/1 http-signal/1 raw-pebble/4 http-pebble/4 http-signal/4"; got != want {
 		t.Errorf("rows %q, want %q", got, want)
 	}
 	if len(rep.Recovery)+len(rep.Memory) != 0 {
