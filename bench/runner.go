@@ -255,9 +255,10 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		l.N = max(1, l.N/r.opsDiv)
 	}
 	var profiles chan error
+	profiling := false // the profiles were asked for: a row that failed in its set-up never starts them
 	if r.proc == procServer && s.target.Pprof != "" && (s.opts.CPUProfile != "" || s.opts.MemProfile != "") {
 		profiles = make(chan error, 2)
-		l.Started = func() { s.startProfiles(fam, r.name, c, l.D, profiles) }
+		l.Started = func() { profiling = true; s.startProfiles(fam, r.name, c, l.D, profiles) }
 	}
 	rounds := max(1, s.opts.Rounds)
 	if profiles != nil {
@@ -279,7 +280,7 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 	if len(all) > 0 {
 		res = medianRound(all)
 	}
-	if profiles != nil && l.Started != nil {
+	if profiling {
 		for range s.profileCount() {
 			if perr := <-profiles; err == nil && perr != nil {
 				err = perr

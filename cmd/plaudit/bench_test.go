@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -150,5 +151,33 @@ func TestBenchTargetsARunningServer(t *testing.T) {
 	}
 	if len(rep.Recovery)+len(rep.Memory) != 0 {
 		t.Errorf("recovery or memory ran against a server the harness did not start")
+	}
+}
+
+// TestBenchRowFailingInItsSetUpEndsWhileProfiling: a row that fails
+// before its load starts (here its agent cannot be made: the key is
+// refused) is reported as failed, even with profiles asked for, which it
+// never started.
+func TestBenchRowFailingInItsSetUpEndsWhileProfiling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts a server; skipped with -short")
+	}
+	bin := buildPlaudit(t)
+	srv := startPlaudit(t, bin, t.TempDir(), "target")
+	opts := smokeOptions(t, bin)
+	opts.Concurrency = []int{1}
+	// Never reached: the profiles start with the load.
+	opts.Target = &bench.Target{HTTP: srv.base, Key: "pl_refused", Pprof: "127.0.0.1:1"}
+	opts.CPUProfile = filepath.Join(t.TempDir(), "cpu")
+	opts.Only = regexp.MustCompile(`^select/http-select$`)
+	done := make(chan error, 1)
+	go func() { _, err := bench.Run(opts); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "401") {
+			t.Fatalf("bench.Run: %v, want the row's 401", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("bench.Run still waiting for profiles its failed row never started")
 	}
 }
