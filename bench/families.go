@@ -79,7 +79,7 @@ var families = []family{
 		{name: "nats-signal", base: "raw-pebble", vs: "nats-pebble", proc: procServer, run: func(s *suite, l Loop) (Result, error) {
 			return NATSSignalIngest(s.target.HTTP, s.target.NATS, s.target.Key, l)
 		}},
-		{name: "http-signal-agents", base: "raw-pebble", proc: procServer, minC: 2, run: func(s *suite, l Loop) (Result, error) {
+		{name: "http-signal-agents", base: "raw-pebble", vs: "http-pebble", proc: procServer, minC: 2, run: func(s *suite, l Loop) (Result, error) {
 			return HTTPSignalIngestAgents(s.target.HTTP, s.target.Key, l)
 		}},
 	}},
