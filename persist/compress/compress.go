@@ -1,9 +1,11 @@
-// Package compress compresses snapshot states as they are written: a state
+// Package compress compresses snapshot states as they are written (a state
 // goes from its encoder into zstd a chunk at a time, so a snapshot is never
-// held whole, uncompressed, in memory.
+// held whole, uncompressed, in memory) and decompresses them, for every
+// store.
 package compress
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -49,3 +51,39 @@ func (a *appender) Write(p []byte) (int, error) {
 	a.b = append(a.b, p...)
 	return len(p), nil
 }
+
+// Decoder decompresses the frames Encoders makes. One serves every agent:
+// it is safe for concurrent use.
+type Decoder struct {
+	dec *zstd.Decoder
+}
+
+// NewDecoder returns a Decoder that refuses a frame decompressing to more
+// than maxState bytes: the cap bounds what a corrupt or hostile frame can
+// make a store allocate. zstd caps the window a frame may ask for by the
+// same figure, and Encoders' frames ask for 4 MiB: a cap below that refuses
+// some frames of smaller states too.
+func NewDecoder(maxState uint64) (*Decoder, error) {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxState))
+	if err != nil {
+		return nil, err
+	}
+	return &Decoder{dec: dec}, nil
+}
+
+// Decode returns the state in frame, never nil. The frame does not say its
+// state's size (Encoders streams it), so the buffer starts at zstd's own
+// guess and grows as it decodes.
+func (d *Decoder) Decode(frame []byte) ([]byte, error) {
+	state, err := d.dec.DecodeAll(frame, nil)
+	if err != nil {
+		return nil, fmt.Errorf("zstd: %w", err)
+	}
+	if state == nil {
+		state = []byte{}
+	}
+	return state, nil
+}
+
+// Close releases the decoder's buffers; Decode must not be called after.
+func (d *Decoder) Close() { d.dec.Close() }

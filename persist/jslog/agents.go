@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/persist"
@@ -55,7 +54,7 @@ type Agents struct {
 	js  jetstream.JetStream
 	obj jetstream.ObjectStore
 	enc compress.Encoders
-	dec *zstd.Decoder
+	dec *compress.Decoder
 
 	mu   sync.Mutex
 	logs map[int]*Log
@@ -102,7 +101,7 @@ func NewAgents(ctx context.Context, js jetstream.JetStream, cfg AgentsConfig) (*
 	if err != nil {
 		return nil, fmt.Errorf("jslog: snapshot bucket: %w", err)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(cfg.MaxSnapshotSize))
+	dec, err := compress.NewDecoder(cfg.MaxSnapshotSize)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +208,7 @@ func (a *Agents) load(agent string) (persist.Recovered, *Stored, error) {
 		if err != nil {
 			return fail(fmt.Errorf("agent %s: snapshot %s: %w", agent, object, err))
 		}
-		if r.Snapshot, err = a.dec.DecodeAll(data, make([]byte, 0, len(data)*2)); err != nil {
+		if r.Snapshot, err = a.dec.Decode(data); err != nil {
 			return fail(fmt.Errorf("agent %s: snapshot %s: %v: %w", agent, object, err, persist.ErrCorrupt))
 		}
 	}

@@ -3,10 +3,7 @@ package pebblelog
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"hash/crc32"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/compress"
@@ -18,16 +15,14 @@ const (
 )
 
 // codec compresses snapshots. States are compressed as they are written,
-// by encoders kept for reuse; DecodeAll is safe for concurrent use, so one
-// decoder serves every agent.
+// by encoders kept for reuse; one decoder serves every agent.
 type codec struct {
 	enc compress.Encoders
-	dec *zstd.Decoder
+	dec *compress.Decoder
 }
 
 func newCodec(maxState uint64) (*codec, error) {
-	// The cap bounds what a corrupt or hostile frame can make us allocate.
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxState))
+	dec, err := compress.NewDecoder(maxState)
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +71,8 @@ func (c *codec) decode(key, v []byte) (state []byte, seq uint64, err error) {
 	if binary.BigEndian.Uint32(v[1+seqLen:]) != snapshotCRC(key, v) {
 		return nil, 0, errors.New("checksum mismatch")
 	}
-	state, err = c.dec.DecodeAll(v[snapshotHeader:], nil)
-	if err != nil {
-		return nil, 0, fmt.Errorf("zstd: %v", err)
-	}
-	if state == nil {
-		state = []byte{}
+	if state, err = c.dec.Decode(v[snapshotHeader:]); err != nil {
+		return nil, 0, err
 	}
 	return state, seq, nil
 }

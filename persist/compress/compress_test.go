@@ -1,0 +1,128 @@
+package compress
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/plaudit/plaudit/persist"
+)
+
+// TestRoundTrip: what Encoders compresses, Decoder gives back byte for
+// byte, after whatever dst held, and an empty state comes back empty but
+// not nil.
+func TestRoundTrip(t *testing.T) {
+	var enc Encoders
+	dec, err := NewDecoder(16 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for _, tc := range []struct {
+		name  string
+		state []byte
+	}{
+		{"empty", []byte{}},
+		{"small", []byte("one signal")},
+		{"repetitive", bytes.Repeat([]byte("agt_01 run_01 kind value "), 20_000)},
+		{"incompressible", noise(300_000)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := []byte("header")
+			frame, n, err := enc.Append(append([]byte(nil), prefix...), persist.Bytes(tc.state))
+			if err != nil || n != int64(len(tc.state)) {
+				t.Fatalf("Append: %d bytes written, %v; want %d", n, err, len(tc.state))
+			}
+			if !bytes.HasPrefix(frame, prefix) {
+				t.Fatalf("Append overwrote dst")
+			}
+			got, err := dec.Decode(frame[len(prefix):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == nil || !bytes.Equal(got, tc.state) {
+				t.Fatalf("decoded %d bytes (nil: %t), want the %d written", len(got), got == nil, len(tc.state))
+			}
+		})
+	}
+}
+
+// TestDecodeRefuses: a frame that is not zstd, one cut short and one whose
+// state is over the decoder's cap are errors, not states.
+func TestDecodeRefuses(t *testing.T) {
+	var enc Encoders
+	const capped = 5 << 20 // above the 4 MiB window the frames ask for
+	frame, _, err := enc.Append(nil, persist.Bytes(bytes.Repeat([]byte("x"), capped+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder(capped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  error // nil: any error
+	}{
+		{"not zstd", []byte("plainly not a zstd frame"), nil},
+		{"cut short", frame[:len(frame)/2], nil},
+		{"over the cap", frame, zstd.ErrDecoderSizeExceeded},
+	} {
+		state, err := dec.Decode(tc.frame)
+		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: decoded %d bytes, %v; want an error (%v)", tc.name, len(state), err, tc.want)
+		}
+	}
+}
+
+// TestConcurrentUse: one Encoders and one Decoder serve many goroutines,
+// as a store's agents share them (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	var enc Encoders
+	dec, err := NewDecoder(16 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			state := bytes.Repeat([]byte{byte('a' + g)}, 10_000+g)
+			for range 20 {
+				frame, _, err := enc.Append(nil, persist.Bytes(state))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got, err := dec.Decode(frame); err != nil || !bytes.Equal(got, state) {
+					errs <- "a state came back changed"
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// noise is n bytes of a xorshift stream: fixed, and incompressible.
+func noise(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
