@@ -144,27 +144,25 @@ func helloServer(floor *durableFloor) *fasthttp.Server {
 // HTTPHello posts the body of a signal to the hello server at baseURL,
 // through the client every HTTP row uses; every answer must be 200.
 func HTTPHello(baseURL string, l Loop) (Result, error) {
-	cl, err := newClient(baseURL, "", l.C)
-	if err != nil {
-		return Result{}, err
-	}
-	defer cl.hc.CloseIdleConnections()
-	body := signalBody("run_00000000000000000000000000")
-	return l.Run(func(int) (Op, error) {
-		return cl.postOp("/api/v1/agents/agt_00000000000000000000000000/signals", body, 200), nil
-	})
+	return helloPosts(baseURL, "/api/v1/agents/agt_00000000000000000000000000/signals", 200, l)
 }
 
 // HTTPDurableHello is HTTPHello on the hello server's durablePath: every
 // answer must be 201, once its append is synced.
 func HTTPDurableHello(baseURL string, l Loop) (Result, error) {
+	return helloPosts(baseURL, durablePath, 201, l)
+}
+
+// helloPosts posts the body of a signal to path on the hello server, each
+// answer to be want.
+func helloPosts(baseURL, path string, want int, l Loop) (Result, error) {
 	cl, err := newClient(baseURL, "", l.C)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cl.hc.CloseIdleConnections()
 	body := signalBody("run_00000000000000000000000000")
-	return l.Run(func(int) (Op, error) { return cl.postOp(durablePath, body, 201), nil })
+	return l.Run(func(int) (Op, error) { return cl.postOp(path, body, want), nil })
 }
 
 // NATSDurableEcho requests the hello process's durable floor at natsURL

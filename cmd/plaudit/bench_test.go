@@ -125,11 +125,7 @@ func TestBenchSmoke(t *testing.T) {
 // server and starts none of its own (the baselines' bench-hello child
 // aside), and skips what needs the server process.
 func TestBenchTargetsARunningServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts a server; skipped with -short")
-	}
-	bin := buildPlaudit(t)
-	srv := startPlaudit(t, bin, t.TempDir(), "target")
+	bin, srv := targetServer(t)
 	opts := smokeOptions(t, bin)
 	opts.Target = &bench.Target{HTTP: srv.base, NATS: srv.nats, Key: killTestKey}
 	opts.Only = regexp.MustCompile(`^(select/nats-select|ingest/http-signal)$`)
@@ -159,11 +155,7 @@ func TestBenchTargetsARunningServer(t *testing.T) {
 // refused) is reported as failed, even with profiles asked for, which it
 // never started.
 func TestBenchRowFailingInItsSetUpEndsWhileProfiling(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts a server; skipped with -short")
-	}
-	bin := buildPlaudit(t)
-	srv := startPlaudit(t, bin, t.TempDir(), "target")
+	bin, srv := targetServer(t)
 	opts := smokeOptions(t, bin)
 	opts.Concurrency = []int{1}
 	// Never reached: the profiles start with the load.
@@ -180,4 +172,15 @@ func TestBenchRowFailingInItsSetUpEndsWhileProfiling(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("bench.Run still waiting for profiles its failed row never started")
 	}
+}
+
+// targetServer builds the binary and starts a server of its own, for the
+// harness to target as a running server.
+func targetServer(t *testing.T) (bin string, srv *plaudit) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary and starts a server; skipped with -short")
+	}
+	bin = buildPlaudit(t)
+	return bin, startPlaudit(t, bin, t.TempDir(), "target")
 }

@@ -16,11 +16,7 @@ import (
 // not nil.
 func TestRoundTrip(t *testing.T) {
 	var enc Encoders
-	dec, err := NewDecoder(16 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
+	dec := newDecoder(t, 16<<20)
 	for _, tc := range []struct {
 		name  string
 		state []byte
@@ -59,11 +55,7 @@ func TestDecodeRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder(capped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
+	dec := newDecoder(t, capped)
 	for _, tc := range []struct {
 		name  string
 		frame []byte
@@ -84,11 +76,7 @@ func TestDecodeRefuses(t *testing.T) {
 // as a store's agents share them (run with -race).
 func TestConcurrentUse(t *testing.T) {
 	var enc Encoders
-	dec, err := NewDecoder(16 << 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
+	dec := newDecoder(t, 16<<20)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := range 8 {
@@ -112,6 +100,16 @@ func TestConcurrentUse(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+}
+
+func newDecoder(t *testing.T, maxState uint64) *Decoder {
+	t.Helper()
+	dec, err := NewDecoder(maxState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dec.Close)
+	return dec
 }
 
 // noise is n bytes of a xorshift stream: fixed, and incompressible.
