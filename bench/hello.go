@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -184,10 +185,17 @@ func NATSHelloEcho(natsURL, key string, l Loop) (Result, error) {
 // raw-pebble's writers do. Concurrent answers commit concurrently and share
 // fsyncs in Pebble's commit pipeline.
 type durableFloor struct {
-	db    *pebble.DB
-	seq   atomic.Uint64
-	value []byte
+	// mu is read-held by every append and write-held by close, as the
+	// store's is: Pebble panics on use after Close, and a NATS request's
+	// goroutine may still be appending when the process stops.
+	mu     sync.RWMutex
+	closed bool
+	db     *pebble.DB
+	seq    atomic.Uint64
+	value  []byte
 }
+
+var errFloorClosed = errors.New("bench-hello: durable floor closed")
 
 func openDurableFloor(dir string) (*durableFloor, error) {
 	db, err := pebblelog.OpenRaw(dir)
@@ -200,6 +208,11 @@ func openDurableFloor(dir string) (*durableFloor, error) {
 // append writes the next key (bench/<seq>, ascending as an agent's log)
 // and returns once it is synced.
 func (f *durableFloor) append() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.closed {
+		return errFloorClosed
+	}
 	key := binary.BigEndian.AppendUint64([]byte("bench/"), f.seq.Add(1))
 	return f.db.Set(key, f.value, pebble.Sync)
 }
@@ -221,4 +234,11 @@ func (f *durableFloor) serveNATS(m *nats.Msg) {
 	}()
 }
 
-func (f *durableFloor) close() error { return f.db.Close() }
+// close waits for the appends in progress and closes the Pebble; later
+// appends fail.
+func (f *durableFloor) close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return f.db.Close()
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
@@ -73,5 +74,24 @@ func TestDurableFloorAppendsEveryAnswer(t *testing.T) {
 	}
 	if n != 2*perDoor {
 		t.Errorf("%d records appended, want %d: one per durable answer", n, 2*perDoor)
+	}
+}
+
+// TestDurableFloorRefusesAfterClose: an append racing the process's stop
+// (a NATS request's goroutine) gets an error, not Pebble's panic on use
+// after Close.
+func TestDurableFloorRefusesAfterClose(t *testing.T) {
+	f, err := openDurableFloor(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.append(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.append(); !errors.Is(err, errFloorClosed) {
+		t.Fatalf("append after close: %v, want errFloorClosed", err)
 	}
 }
