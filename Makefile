@@ -31,6 +31,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeEvent -fuzztime=30s ./engine/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeBatch -fuzztime=30s ./persist/jslog/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeDirOp -fuzztime=30s ./persist/jslog/
+	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=30s ./persist/compress/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/judge/
 	$(GO) test -run='^$$' -fuzz=FuzzInstructsJudge -fuzztime=30s ./engine/judge/
 	$(GO) test -run='^$$' -fuzz=FuzzSignalBody -fuzztime=30s ./transport/api/

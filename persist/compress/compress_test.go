@@ -124,3 +124,41 @@ func noise(n int) []byte {
 	}
 	return b
 }
+
+// FuzzDecode: whatever a stored frame holds, Decode answers an error or a
+// state, never nil and within the cap; and what Encoders compresses of
+// any input comes back as that input.
+func FuzzDecode(f *testing.F) {
+	var enc Encoders
+	frame := func(state []byte) []byte {
+		fr, _, err := enc.Append(nil, persist.Bytes(state))
+		if err != nil {
+			f.Fatal(err)
+		}
+		return fr
+	}
+	f.Add(frame(nil))
+	f.Add(frame([]byte("one signal")))
+	f.Add(frame(bytes.Repeat([]byte("agt_01 run_01 "), 2_000)))
+	f.Add(frame(noise(5_000)))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd}) // zstd's magic number, and nothing else
+	f.Add([]byte("plainly not a zstd frame"))
+	const capped = 8 << 20 // above the 4 MiB window Encoders' frames ask for
+	dec, err := NewDecoder(capped)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(dec.Close)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if state, err := dec.Decode(data); err == nil && (state == nil || len(state) > capped) {
+			t.Fatalf("decoded a state of %d bytes (nil: %t), cap %d", len(state), state == nil, capped)
+		}
+		fr, _, err := enc.Append(nil, persist.Bytes(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := dec.Decode(fr); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d bytes came back as %d, %v", len(data), len(got), err)
+		}
+	})
+}
