@@ -381,7 +381,7 @@ func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.
 		x.pendingBuf = engine.AppendEvent(x.pendingBuf, ev)
 		b := x.pendingBuf[start:len(x.pendingBuf):len(x.pendingBuf)]
 		x.pending = append(x.pending, b)
-		x.pendingKV = append(x.pendingKV, indexFor(x.agent.Info().Workspace, ev, b)...)
+		x.pendingKV = appendIndex(x.pendingKV, x.agent.Info().Workspace, ev, b)
 	}
 	x.pendingKV = append(x.pendingKV, kvs...)
 	x.gen++

@@ -26,25 +26,28 @@ func agentExtKey(ws, ext string) []byte  { return []byte("agentext/" + ws + "/" 
 func runKey(runID string) []byte         { return []byte("run/" + runID) }
 func runExtKey(ws, ext string) []byte    { return []byte("runext/" + ws + "/" + ext) }
 
-// indexFor returns the directory entries an event of an agent of workspace
-// ws creates.
-func indexFor(ws string, ev engine.Event, encoded []byte) []persist.KV {
+// appendIndex appends to dst the directory entries an event of an agent of
+// workspace ws creates.
+func appendIndex(dst []persist.KV, ws string, ev engine.Event, encoded []byte) []persist.KV {
 	switch e := ev.(type) {
 	case engine.AgentCreated:
-		kvs := []persist.KV{{Key: agentKey(e.Info.Workspace, e.Info.ID), Value: encoded}}
+		dst = append(dst, persist.KV{Key: agentKey(e.Info.Workspace, e.Info.ID), Value: encoded})
 		if e.Info.ExternalID != "" {
-			kvs = append(kvs, persist.KV{Key: agentExtKey(e.Info.Workspace, e.Info.ExternalID), Value: []byte(e.Info.ID),
+			dst = append(dst, persist.KV{Key: agentExtKey(e.Info.Workspace, e.Info.ExternalID), Value: []byte(e.Info.ID),
 				Unique: true})
 		}
-		return kvs
 	case engine.RunCreated:
-		kvs := []persist.KV{{Key: runKey(e.Run.ID), Value: []byte(e.Run.AgentID)}}
+		// Every selection makes this entry: its key and value share one
+		// allocation.
+		b := make([]byte, 0, len("run/")+len(e.Run.ID)+len(e.Run.AgentID))
+		b = append(append(b, "run/"...), e.Run.ID...)
+		key := b[:len(b):len(b)]
+		dst = append(dst, persist.KV{Key: key, Value: append(b, e.Run.AgentID...)[len(key):]})
 		if e.Run.ExternalID != "" {
-			kvs = append(kvs, persist.KV{Key: runExtKey(ws, e.Run.ExternalID), Value: []byte(e.Run.ID), Unique: true})
+			dst = append(dst, persist.KV{Key: runExtKey(ws, e.Run.ExternalID), Value: []byte(e.Run.ID), Unique: true})
 		}
-		return kvs
 	}
-	return nil
+	return dst
 }
 
 // Agent returns the info of an agent of workspace ws, by id or
@@ -61,21 +64,36 @@ func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
 	if strings.ContainsRune(agentID, '/') {
 		return engine.AgentInfo{}, fmt.Errorf("agent %s: %w", ref, engine.ErrNotFound)
 	}
-	key := agentKey(ws, agentID)
 	// An agent's info never changes once created, so a found one is kept:
 	// every request resolves its agent, and this spares it a store read.
-	if info, ok := r.agentInfos.Load(string(key)); ok {
-		return info.(engine.AgentInfo), nil
+	if info, ok := r.cachedAgent(ws, agentID); ok {
+		return info, nil
 	}
+	key := agentKey(ws, agentID)
 	v, err := r.dirGet(key)
 	if err != nil {
 		return engine.AgentInfo{}, notFound("agent", ref, err)
 	}
 	info, err := decodeAgentInfo(v)
 	if err == nil {
-		r.agentInfos.Store(string(key), info)
+		r.infoMu.Lock()
+		if r.agentInfos == nil {
+			r.agentInfos = map[string]engine.AgentInfo{}
+		}
+		r.agentInfos[string(key)] = info
+		r.infoMu.Unlock()
 	}
 	return info, err
+}
+
+// cachedAgent returns the kept info of an agent, if any.
+func (r *Registry) cachedAgent(ws, agentID string) (engine.AgentInfo, bool) {
+	var buf [128]byte
+	key := append(append(append(append(buf[:0], "agent/"...), ws...), '/'), agentID...)
+	r.infoMu.RLock()
+	info, ok := r.agentInfos[string(key)]
+	r.infoMu.RUnlock()
+	return info, ok
 }
 
 // Agents lists the agents of workspace ws in id (creation) order.

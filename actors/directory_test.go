@@ -106,3 +106,28 @@ func TestSeedMakesRandomnessReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLookupOnceKeptAllocatesNothing: every request resolves its
+// agent; once found, an agent's info is read from the registry's cache
+// without an allocation, and is the agent's.
+func TestAgentLookupOnceKeptAllocatesNothing(t *testing.T) {
+	r := newRegistry(t, openStore(t, nil), nil)
+	info, err := answer(r.CreateAgent(engine.CreateAgent{Workspace: "default", Name: "support"}, time.Time{}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Agent("default", info.ID); err != nil {
+		t.Fatal(err)
+	}
+	var got engine.AgentInfo
+	allocs := testing.AllocsPerRun(100, func() { got, err = r.Agent("default", info.ID) })
+	if err != nil || got.ID != info.ID || got.Name != "support" {
+		t.Fatalf("Agent = %+v, %v; want %s", got, err, info.ID)
+	}
+	if allocs != 0 {
+		t.Fatalf("a kept agent's lookup allocated %v times; want 0", allocs)
+	}
+	if _, err := r.Agent("other", info.ID); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("the agent from another workspace: %v; want ErrNotFound", err)
+	}
+}

@@ -126,7 +126,11 @@ type Registry struct {
 	// append landed, so lookups find them meanwhile.
 	pendingIdx *pendingIndex
 
-	agentInfos sync.Map // agent directory key → engine.AgentInfo, immutable once created
+	// agentInfos caches agents' infos by directory key: immutable once
+	// created. A map under a lock, not a sync.Map, so that a lookup by a
+	// key built on the stack allocates nothing.
+	infoMu     sync.RWMutex
+	agentInfos map[string]engine.AgentInfo
 	// fixed caches directory values that never change once durable: a
 	// run's agent, the run an external id names (a tenth of a feedback's
 	// CPU was reading them from Pebble).
