@@ -126,6 +126,13 @@ func stopTimer(t *time.Timer) {
 // (nothing will be written); one already taken is decided at once, so it
 // waits on.
 func (q *request) awaitDecision(timeout time.Duration) error {
+	select {
+	case <-q.decided:
+		return nil
+	case err := <-q.done:
+		return err
+	default:
+	}
 	t := startTimer(q.patience(timeout))
 	defer stopTimer(t)
 	select {
@@ -150,6 +157,11 @@ func (q *request) awaitDecision(timeout time.Duration) error {
 // by its deadline is abandoned; one it has taken is waited for up to
 // timeout in all, and past that its outcome is unknown.
 func (q *request) waitDone(timeout time.Duration) error {
+	select {
+	case err := <-q.done:
+		return err // answered on this goroutine (see mailbox): no timer
+	default:
+	}
 	start := time.Now()
 	t := startTimer(q.patience(timeout))
 	defer stopTimer(t)
