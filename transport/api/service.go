@@ -305,7 +305,8 @@ func (s *Service) serve(c *call) (result, error) {
 	// runs everything below, Idempotency-Key included, so a key's
 	// reservation and record live where its writes do.
 	if resp, ok, err := c.route(h.write); err != nil || ok {
-		return result{forwarded: &resp}, err
+		forwarded := resp // on the heap only when forwarded
+		return result{forwarded: &forwarded}, err
 	}
 	if c.req.IdempotencyKey == nil || !h.write {
 		return h.fn(c)
