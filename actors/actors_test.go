@@ -529,6 +529,29 @@ func TestIdleAgentLeavesASnapshot(t *testing.T) {
 	}
 }
 
+// TestBusyAgentIsNotPassivated: requests that keep coming, each well
+// within IdleTimeout of the last, keep the actor (the timeout runs from
+// the last message, not from when it was armed); once they stop, the actor
+// is passivated.
+func TestBusyAgentIsNotPassivated(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	r := newRegistry(t, openStore(t, nil), func(c *Config) { c.IdleTimeout = idle })
+	info, _ := createAgentWithRun(t, r)
+	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 15) {
+		if _, err := Read(r, info.ID, time.Time{}, func(a *engine.Agent, _ time.Time) (uint64, error) { return a.LastSeq(), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m dto.Metric
+	if err := r.metrics.passivated.Write(&m); err != nil || m.GetCounter().GetValue() != 0 {
+		t.Fatalf("passivated while busy: %v, %v; want 0", m.GetCounter().GetValue(), err)
+	}
+	waitFor(t, func() bool { return r.Live() == 0 })
+	if err := r.metrics.passivated.Write(&m); err != nil || m.GetCounter().GetValue() != 1 {
+		t.Fatalf("passivated once idle: %v, %v; want 1", m.GetCounter().GetValue(), err)
+	}
+}
+
 // TestIdleActorOfAnUnknownAgentStops: an actor started for an agent that
 // does not exist (a request that answered not found) stops when idle like
 // any other, writing nothing.
