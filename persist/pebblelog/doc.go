@@ -7,13 +7,16 @@
 //
 //	e/<agent>/<seq>   event record; <seq> is 8 bytes big-endian, so byte order
 //	                  is sequence order
-//	s/<agent>         the agent's snapshot
-//	h/<agent>         the agent's high-water mark: the last seq ever
+//	e/<agent>0        the agent's high-water mark: the last seq ever
 //	                  appended, written in the batch of every append
+//	s/<agent>         the agent's snapshot
+//	h/<agent>         the high-water mark of stores written before the one
+//	                  above; still read (the larger counts), no longer written
 //	d/<key>           directory entry (caller's key verbatim)
 //
 // Agent ids never contain '/', so "e/<agent>/" is a prefix of exactly that
-// agent's events and "e/<agent>0" ('/'+1) bounds them from above.
+// agent's events and "e/<agent>0" ('/'+1) bounds them from above: the mark
+// sorts right after the agent's newest event, outside the events' range.
 //
 // # Values
 //

@@ -263,7 +263,8 @@ func validateTable(fs vfs.FS, path string, ropts sstable.ReaderOptions) error {
 }
 
 // checkKeys reads every key in order: directory entries ("d/"), events
-// ("e/"), high-water marks ("h/"), snapshots ("s/").
+// and high-water marks ("e/"), older stores' high-water marks ("h/"),
+// snapshots ("s/").
 func (r *Report) checkKeys(db *pebble.DB, c *codec, o InspectOptions) error {
 	it, err := db.NewIter(&pebble.IterOptions{})
 	if err != nil {
@@ -303,14 +304,13 @@ func (r *Report) checkKeys(db *pebble.DB, c *codec, o InspectOptions) error {
 			g.Entries++
 			g.Bytes += int64(len(k) + len(v))
 		case eventTag:
-			r.checkEvent(k, v, agent, o)
-		case highTag:
-			id := string(k[2:])
-			if len(v) != seqLen {
-				r.problem(Problem{Agent: id, Detail: fmt.Sprintf("high-water mark of %d bytes", len(v))})
+			if id, ok := parseHighKey(k); ok {
+				r.checkHighWater(agent(id), v)
 				continue
 			}
-			agent(id).HighWater = binary.BigEndian.Uint64(v)
+			r.checkEvent(k, v, agent, o)
+		case highTag:
+			r.checkHighWater(agent(string(k[2:])), v)
 		case snapshotTag:
 			id := string(k[2:])
 			a := agent(id)
@@ -388,6 +388,17 @@ func (r *Report) checkEvent(k, v []byte, agent func(string) *AgentReport, o Insp
 	}
 }
 
+// checkHighWater reads a high-water mark of agent a; of two (a store
+// written before highKey may hold legacyHighKey too), the larger counts,
+// as in Load.
+func (r *Report) checkHighWater(a *AgentReport, v []byte) {
+	if len(v) != seqLen {
+		r.problem(Problem{Agent: a.ID, Detail: fmt.Sprintf("high-water mark of %d bytes", len(v))})
+		return
+	}
+	a.HighWater = max(a.HighWater, binary.BigEndian.Uint64(v))
+}
+
 // checkLog checks what Load checks of the log as a whole: it starts right
 // after the snapshot (or at 1) and reaches the high-water mark.
 func (r *Report) checkLog(a *AgentReport) {
@@ -418,6 +429,9 @@ func agentOfKey(k []byte) (string, bool) {
 	}
 	switch k[0] {
 	case eventTag:
+		if a, ok := parseHighKey(k); ok {
+			return a, true
+		}
 		a, _, ok := parseEventKey(k)
 		return a, ok
 	case highTag, snapshotTag:

@@ -120,6 +120,17 @@ func TestInspectFindsCorruption(t *testing.T) {
 			Problem{Agent: "a", Detail: "snapshot: checksum mismatch"}},
 		{"log behind its high-water mark", func(t *testing.T, s *Store) { setHighWater(t, s, "b", 31) },
 			Problem{Agent: "b", Detail: "the log ends at event 30, but events to 31 were acknowledged"}},
+		{"log behind an older store's high-water mark", func(t *testing.T, s *Store) { setLegacyHighWater(t, s, "b", 32) },
+			Problem{Agent: "b", Detail: "the log ends at event 30, but events to 32 were acknowledged"}},
+		{"log behind its high-water mark, an older store's lower", func(t *testing.T, s *Store) {
+			setHighWater(t, s, "b", 31)
+			setLegacyHighWater(t, s, "b", 2)
+		}, Problem{Agent: "b", Detail: "the log ends at event 30, but events to 31 were acknowledged"}},
+		{"high-water mark of the wrong size", func(t *testing.T, s *Store) {
+			if err := s.db.Set(highKey("b"), []byte{1}, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+		}, Problem{Agent: "b", Detail: "high-water mark of 1 bytes"}},
 		{"gap", func(t *testing.T, s *Store) {
 			if err := s.db.Delete(eventKey("b", 12), nil); err != nil {
 				t.Fatal(err)
@@ -410,7 +421,12 @@ func TestKeysNameTheirAgent(t *testing.T) {
 		{"e/a/b/" + seq7, "", strconv.Quote("e/a/b/" + seq7)},     // a slash inside the agent
 		{"e/agt_1x" + seq7, "", strconv.Quote("e/agt_1x" + seq7)}, // no slash before the seq
 		{"e/" + seq7[:7], "", strconv.Quote("e/" + seq7[:7])},     // shorter than a seq
-		{string(highKey("a")), "a", `"h/a"`},
+		{string(highKey("a")), "a", `"e/a0"`},
+		{string(highKey("agt_1")), "agt_1", `"e/agt_10"`},
+		{"e/0", "", `"e/0"`},     // a mark of no agent
+		{"e/a/0", "", `"e/a/0"`}, // a slash inside: neither mark nor event
+		{"e/a1", "", `"e/a1"`},   // not the bound of any agent's events
+		{string(legacyHighKey("a")), "a", `"h/a"`},
 		{string(snapshotKey("agt_1")), "agt_1", `"s/agt_1"`},
 		{"s/", "", `"s/"`},
 		{"sx" + "agt_1", "", `"sxagt_1"`},

@@ -1,6 +1,7 @@
 package pebblelog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strings"
 
@@ -67,12 +68,32 @@ func snapshotKey(agent string) []byte {
 	return append(k, agent...)
 }
 
-// highKey returns "h/<agent>", whose value is the agent's high-water mark:
-// the last sequence number ever appended, 8 bytes big-endian.
-func highKey(agent string) []byte {
+// highKey returns "e/<agent>0", whose value is the agent's high-water mark:
+// the last sequence number ever appended, 8 bytes big-endian. It is the
+// upper bound of the agent's events, outside their range but next to the
+// newest: written in the same batch, right after them, it goes into
+// Pebble's memtable beside the event just inserted, where "h/<agent>"
+// took a second search of the skiplist from its top (for an append of
+// one event, half the memtable's cost).
+func highKey(agent string) []byte { return eventUpper(agent) }
+
+// legacyHighKey returns "h/<agent>", where stores written before highKey
+// kept the mark. It is still read: the larger of the two marks counts.
+func legacyHighKey(agent string) []byte {
 	k := make([]byte, 0, 2+len(agent))
 	k = append(k, highTag, '/')
 	return append(k, agent...)
+}
+
+// parseHighKey returns the agent of a high-water key "e/<agent>0". Event
+// keys always hold a second '/' (before their seq); this one cannot, as
+// agent ids hold none.
+func parseHighKey(k []byte) (agent string, ok bool) {
+	if len(k) < 4 || k[0] != eventTag || k[1] != '/' || k[len(k)-1] != '/'+1 ||
+		bytes.IndexByte(k[2:], '/') >= 0 {
+		return "", false
+	}
+	return string(k[2 : len(k)-1]), true
 }
 
 func dirKey(key []byte) []byte {

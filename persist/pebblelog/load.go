@@ -45,21 +45,28 @@ func (s *Store) Load(agent string) (persist.Recovered, error) {
 	return r, nil
 }
 
-// highWater reads the agent's high-water mark (0 for a log older than the
-// mark).
+// highWater reads the agent's high-water mark: the larger of highKey's and
+// legacyHighKey's (0 for a log older than both).
 func (s *Store) highWater(view *pebble.Snapshot, agent string) (uint64, error) {
-	v, closer, err := view.Get(highKey(agent))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
+	var high uint64
+	for _, k := range [][]byte{highKey(agent), legacyHighKey(agent)} {
+		v, closer, err := view.Get(k)
+		if errors.Is(err, pebble.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("agent %s: high-water mark: %w", agent, storageError(err))
+		}
+		n := len(v)
+		if n == seqLen {
+			high = max(high, binary.BigEndian.Uint64(v))
+		}
+		closer.Close()
+		if n != seqLen {
+			return 0, fmt.Errorf("agent %s: high-water mark of %d bytes: %w", agent, n, persist.ErrCorrupt)
+		}
 	}
-	if err != nil {
-		return 0, fmt.Errorf("agent %s: high-water mark: %w", agent, storageError(err))
-	}
-	defer closer.Close()
-	if len(v) != seqLen {
-		return 0, fmt.Errorf("agent %s: high-water mark of %d bytes: %w", agent, len(v), persist.ErrCorrupt)
-	}
-	return binary.BigEndian.Uint64(v), nil
+	return high, nil
 }
 
 func corrupt(agent string, seq uint64, why string) error {

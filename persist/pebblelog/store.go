@@ -171,7 +171,7 @@ func (s *Store) Append(b persist.Batch) error {
 			return err
 		}
 	}
-	if n > 0 {
+	if n > 0 { // right after the events, next to them in the memtable (see highKey)
 		hk := highKey(b.Agent)
 		op := batch.SetDeferred(len(hk), seqLen)
 		copy(op.Key, hk)

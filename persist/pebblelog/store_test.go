@@ -201,6 +201,57 @@ func setHighWater(t *testing.T, s *Store, agent string, seq uint64) {
 	}
 }
 
+// setLegacyHighWater writes the mark where stores kept it before highKey.
+func setLegacyHighWater(t *testing.T, s *Store, agent string, seq uint64) {
+	t.Helper()
+	if err := s.db.Set(legacyHighKey(agent), binary.BigEndian.AppendUint64(nil, seq), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHighWaterMarkFollowsTheNewestEvent: an append writes the mark right
+// after the agent's events (e/<agent>0), not in their range and not under
+// the older key; Load reads the events without it.
+func TestHighWaterMarkFollowsTheNewestEvent(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 3)
+	appendN(t, s, "agt_b", 1, 2)
+	v, closer, err := s.db.Get([]byte("e/agt0"))
+	if err != nil {
+		t.Fatalf("mark at e/agt0: %v", err)
+	}
+	if got := binary.BigEndian.Uint64(v); len(v) != seqLen || got != 3 {
+		t.Fatalf("mark = %x, want 3", v)
+	}
+	closer.Close()
+	if _, _, err := s.db.Get(legacyHighKey("agt")); !errors.Is(err, pebble.ErrNotFound) {
+		t.Fatalf("older mark key: %v, want none written", err)
+	}
+	r, err := s.Load("agt")
+	if err != nil || r.LastSeq != 3 {
+		t.Fatalf("Load = %+v, %v; want events 1 to 3", r, err)
+	}
+	persisttest.CheckTail(t, "agt", r.Tail, persisttest.Events("agt", 1, 3))
+}
+
+// TestOlderStoresHighWaterMarkStillCounts: a store written before the mark
+// moved keeps it at h/<agent>. The larger of the two marks counts: a log
+// behind the older one is refused, and one that an append took past it
+// loads.
+func TestOlderStoresHighWaterMarkStillCounts(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, "agt", 1, 5)
+	setLegacyHighWater(t, s, "agt", 7)
+	wantCorrupt(t, s, "agt", "the log ends at event 5, but events to 7 were acknowledged")
+	appendN(t, s, "agt", 6, 3)
+	if r, err := s.Load("agt"); err != nil || r.LastSeq != 8 {
+		t.Fatalf("Load past the older mark = %+v, %v; want events to 8", r, err)
+	}
+	setLegacyHighWater(t, s, "agt", 2)
+	setHighWater(t, s, "agt", 9)
+	wantCorrupt(t, s, "agt", "the log ends at event 8, but events to 9 were acknowledged")
+}
+
 // TestDamagedAcknowledgedRecordIsCorruption: a bad final record that the
 // high-water mark says was acknowledged is not dropped as torn: it is
 // corruption.

@@ -432,7 +432,7 @@ func testDirectoryIsolation(t *testing.T, s persist.Store) {
 	if got := scan(t, s, ""); got != "" {
 		t.Fatalf("Scan(all) on logs only = %q, want nothing", got)
 	}
-	keys := []string{"e/x/", "e/x/\x00\x00\x00\x00\x00\x00\x00\x02", "s/x", "d/", "e", "s"}
+	keys := []string{"e/x/", "e/x/\x00\x00\x00\x00\x00\x00\x00\x02", "e/x0", "h/x", "s/x", "d/", "e", "s"}
 	for _, k := range keys {
 		if err := s.Put(persist.KV{Key: []byte(k), Value: []byte("dir")}); err != nil {
 			t.Fatal(err)
