@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -473,5 +474,38 @@ func TestAnUnsyncedWriteIsAsDurableAsTheNextSyncedCommit(t *testing.T) {
 			t.Errorf("%s: kept, gone, synced = %s, want %s", tc.name, got, tc.want)
 		}
 		_ = r.Close()
+	}
+}
+
+// TestAppendIndexInKeyOrderKeepsRepeats: an append's directory entries go
+// into the batch in key order, but a key given twice keeps its order (the
+// later one wins, a delete included), and the caller's slice is left as
+// it was given.
+func TestAppendIndexInKeyOrderKeepsRepeats(t *testing.T) {
+	s := openTemp(t)
+	kv := func(k, v string) persist.KV {
+		if v == "" {
+			return persist.KV{Key: []byte(k)}
+		}
+		return persist.KV{Key: []byte(k), Value: []byte(v)}
+	}
+	index := []persist.KV{kv("run/c", "1"), kv("run/a", "1"), kv("run/c", "2"), kv("run/b", "1"), kv("run/b", ""),
+		kv("run/a", "2")}
+	given := slices.Clone(index)
+	if err := s.Append(persist.Batch{Agent: "agt", First: 1, Events: persisttest.Events("agt", 1, 1), Index: index}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.EqualFunc(index, given, func(a, b persist.KV) bool {
+		return string(a.Key) == string(b.Key) && string(a.Value) == string(b.Value)
+	}) {
+		t.Fatalf("the index given was reordered: %v", index)
+	}
+	for key, want := range map[string]string{"run/a": "2", "run/c": "2"} {
+		if v, err := s.Get([]byte(key)); err != nil || string(v) != want {
+			t.Fatalf("Get(%s) = %q, %v; want %q", key, v, err, want)
+		}
+	}
+	if _, err := s.Get([]byte("run/b")); !errors.Is(err, persist.ErrNotFound) {
+		t.Fatalf("Get(run/b) after its delete: %v; want ErrNotFound", err)
 	}
 }
