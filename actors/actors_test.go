@@ -534,10 +534,10 @@ func TestIdleAgentLeavesASnapshot(t *testing.T) {
 // the last message, not from when it was armed); once they stop, the actor
 // is passivated.
 func TestBusyAgentIsNotPassivated(t *testing.T) {
-	const idle = 150 * time.Millisecond
+	const idle = 300 * time.Millisecond // far above any pause between the reads below, even under -race
 	r := newRegistry(t, openStore(t, nil), func(c *Config) { c.IdleTimeout = idle })
 	info, _ := createAgentWithRun(t, r)
-	for end := time.Now().Add(4 * idle); time.Now().Before(end); time.Sleep(idle / 15) {
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 30) {
 		if _, err := Read(r, info.ID, time.Time{}, func(a *engine.Agent, _ time.Time) (uint64, error) { return a.LastSeq(), nil }); err != nil {
 			t.Fatal(err)
 		}
