@@ -71,8 +71,11 @@ func TestStorageFullRefusesWritesAndResumes(t *testing.T) {
 	checkLoads(t, s, "a", last)
 
 	fs.SetCapacity(64 << 20)
+	// Wait for a measurement of the new room, not merely "not full": the
+	// files Pebble deleted meanwhile can flip the store back to writable
+	// on the old capacity, with too little room left for the appends below.
 	deadline := time.Now().Add(5 * time.Second)
-	for s.Condition().Full {
+	for c := s.Condition(); c.Full || c.FreeBytes < 32<<20; c = s.Condition() {
 		if time.Now().After(deadline) {
 			t.Fatal("writes did not resume after the disk got room")
 		}
