@@ -211,13 +211,19 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	if agent == judgedRewards && tok[4] == "reward" {
 		op, agent = judgedReward, "" // no agent: the same target (and Idempotency-Key scope) as over HTTP
 	}
-	args, err := api.BodyArgs(body)
-	if err != nil {
-		return err
-	}
 	req.Op, req.Workspace, req.Body = op.op, tok[2], body
 	req.Target.Agent = agent
+	// What HTTP takes from the path and query string is in the body. It
+	// is read here only for an operation whose target is there; for the
+	// others (a selection, a signal) the service reads the body anyway, and
+	// reports its faults as it does over HTTP, so the query arguments are
+	// read from it only if asked for.
+	var args map[string]string
 	if op.target != "" {
+		var err error
+		if args, err = api.BodyArgs(body); err != nil {
+			return err
+		}
 		ref := args[op.target]
 		if ref == "" {
 			return field.Errorf(op.target, "is required")
@@ -228,7 +234,12 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 			req.Target.Run = ref
 		}
 	}
-	req.Query = func(name string) string { return args[name] }
+	req.Query = func(name string) string { // on the request's one goroutine
+		if args == nil {
+			args, _ = api.BodyArgs(body) // nil on a fault, which the service reports
+		}
+		return args[name]
+	}
 	if key := hdr.Get("Idempotency-Key"); key != "" {
 		req.IdempotencyKey = []byte(key)
 	}
