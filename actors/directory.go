@@ -21,10 +21,19 @@ import (
 //	runext/<ws>/<external>     → run id
 //
 // The directory is what lets a request find its actor without scanning.
-func agentKey(ws, agentID string) []byte { return []byte("agent/" + ws + "/" + agentID) }
-func agentExtKey(ws, ext string) []byte  { return []byte("agentext/" + ws + "/" + ext) }
-func runKey(runID string) []byte         { return []byte("run/" + runID) }
-func runExtKey(ws, ext string) []byte    { return []byte("runext/" + ws + "/" + ext) }
+func agentKey(ws, agentID string) []byte {
+	return appendAgentKey(make([]byte, 0, len("agent/")+len(ws)+1+len(agentID)), ws, agentID)
+}
+func agentExtKey(ws, ext string) []byte { return []byte("agentext/" + ws + "/" + ext) }
+func runKey(runID string) []byte        { return appendRunKey(make([]byte, 0, len("run/")+len(runID)), runID) }
+func runExtKey(ws, ext string) []byte   { return []byte("runext/" + ws + "/" + ext) }
+
+// The append forms build a key where the caller has room: on the stack
+// (cachedAgent), or in front of its value (appendIndex).
+func appendAgentKey(dst []byte, ws, agentID string) []byte {
+	return append(append(append(append(dst, "agent/"...), ws...), '/'), agentID...)
+}
+func appendRunKey(dst []byte, runID string) []byte { return append(append(dst, "run/"...), runID...) }
 
 // appendIndex appends to dst the directory entries an event of an agent of
 // workspace ws creates.
@@ -39,8 +48,7 @@ func appendIndex(dst []persist.KV, ws string, ev engine.Event, encoded []byte) [
 	case engine.RunCreated:
 		// Every selection makes this entry: its key and value share one
 		// allocation.
-		b := make([]byte, 0, len("run/")+len(e.Run.ID)+len(e.Run.AgentID))
-		b = append(append(b, "run/"...), e.Run.ID...)
+		b := appendRunKey(make([]byte, 0, len("run/")+len(e.Run.ID)+len(e.Run.AgentID)), e.Run.ID)
 		key := b[:len(b):len(b)]
 		dst = append(dst, persist.KV{Key: key, Value: append(b, e.Run.AgentID...)[len(key):]})
 		if e.Run.ExternalID != "" {
@@ -89,7 +97,7 @@ func (r *Registry) Agent(ws, ref string) (engine.AgentInfo, error) {
 // cachedAgent returns the kept info of an agent, if any.
 func (r *Registry) cachedAgent(ws, agentID string) (engine.AgentInfo, bool) {
 	var buf [128]byte
-	key := append(append(append(append(buf[:0], "agent/"...), ws...), '/'), agentID...)
+	key := appendAgentKey(buf[:0], ws, agentID)
 	r.infoMu.RLock()
 	info, ok := r.agentInfos[string(key)]
 	r.infoMu.RUnlock()

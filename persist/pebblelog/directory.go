@@ -123,8 +123,7 @@ func (s *Store) addKVs(batch *pebble.Batch, kvs []persist.KV) error {
 		} else {
 			// The key is built in the batch: no allocation an entry.
 			op := batch.SetDeferred(2+len(kv.Key), len(kv.Value))
-			op.Key[0], op.Key[1] = dirTag, '/'
-			copy(op.Key[2:], kv.Key)
+			appendDirKey(op.Key[:0], kv.Key)
 			copy(op.Value, kv.Value)
 			err = op.Finish()
 			if s.filter != nil && s.filter.add(kv.Key) {

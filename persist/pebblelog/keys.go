@@ -96,11 +96,10 @@ func parseHighKey(k []byte) (agent string, ok bool) {
 	return string(k[2 : len(k)-1]), true
 }
 
-func dirKey(key []byte) []byte {
-	k := make([]byte, 0, 2+len(key))
-	k = append(k, dirTag, '/')
-	return append(k, key...)
-}
+func dirKey(key []byte) []byte { return appendDirKey(make([]byte, 0, 2+len(key)), key) }
+
+// appendDirKey appends "d/<key>" to dst.
+func appendDirKey(dst, key []byte) []byte { return append(append(dst, dirTag, '/'), key...) }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
 // Directory prefixes always start with "d/", so a successor exists.
