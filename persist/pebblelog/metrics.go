@@ -34,7 +34,7 @@ type metrics struct {
 func newMetrics() *metrics {
 	m := &metrics{
 		commitVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plaudit_wal_commits_total",
-			Help: "Commits to the store, by kind (append: an agent's events); all synced but a cluster node's mirror of the directory's (directory)."}, []string{"kind"}),
+			Help: "Commits to the store, by kind (append: the events of the agents whose appends waited for the same commit); all synced but a cluster node's mirror of the directory's (directory)."}, []string{"kind"}),
 		bytesVec: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "plaudit_wal_commit_bytes_total",
 			Help: "Bytes of the synced commits' batches, by kind."}, []string{"kind"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plaudit_wal_commit_duration_seconds",

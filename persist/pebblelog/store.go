@@ -47,6 +47,8 @@ type Store struct {
 	beforeCommit func()
 
 	checkpoints atomic.Uint64 // names Checkpoint's directories
+
+	group appendQueue // appends waiting for their group's commit (group.go)
 }
 
 var _ persist.Store = (*Store)(nil)
@@ -150,17 +152,15 @@ func (s *Store) Append(b persist.Batch) error {
 		return nil
 	}
 
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return persist.ErrClosed
+	if err := s.appendInGroup(b, size); err != nil {
+		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
 	}
-	if s.filter.coversAny(b.Index) {
-		s.filter.gate.RLock()
-		defer s.filter.gate.RUnlock()
-	}
-	batch := s.db.NewBatchWithSize(size)
-	defer batch.Close()
+	return nil
+}
+
+// addAppend writes b's events, its agent's high-water mark and its
+// directory entries into batch.
+func (s *Store) addAppend(batch *pebble.Batch, b persist.Batch) error {
 	kl := eventKeyLen(b.Agent)
 	for i, ev := range b.Events {
 		seq := b.First + uint64(i)
@@ -171,7 +171,7 @@ func (s *Store) Append(b persist.Batch) error {
 			return err
 		}
 	}
-	if n > 0 { // right after the events, next to them in the memtable (see highKey)
+	if n := uint64(len(b.Events)); n > 0 { // right after the events, next to them in the memtable (see highKey)
 		hk := highKey(b.Agent)
 		op := batch.SetDeferred(len(hk), seqLen)
 		copy(op.Key, hk)
@@ -180,13 +180,7 @@ func (s *Store) Append(b persist.Batch) error {
 			return err
 		}
 	}
-	if err := s.addKVs(batch, b.Index); err != nil {
-		return err
-	}
-	if err := s.commit(commitAppend, batch, pebble.Sync); err != nil {
-		return fmt.Errorf("append: agent %s: %w", b.Agent, err)
-	}
-	return nil
+	return s.addKVs(batch, b.Index)
 }
 
 // SaveSnapshot implements persist.Store.
