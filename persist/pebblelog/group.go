@@ -16,7 +16,7 @@ import (
 // concurrent commits as well, but each commit still takes its own pass
 // through the commit pipeline, and many small commits sync more often
 // than a few large ones: 64 agents each waiting on a one-event append took
-// a tenth more CPU a write that way (BENCHMARKS.md, "group commit").
+// a tenth more CPU a write that way (BENCHMARKS.md, "2026-12-05, evening").
 //
 // A group is atomic as a batch is: every append in it is stored, or none,
 // and each gets the commit's error. An append alone (nothing else out) is
