@@ -245,7 +245,7 @@ func (a *Agent) createRun(c CreateRun, now time.Time, rnd *rand.Rand) ([]Event, 
 	if err != nil {
 		return nil, err
 	}
-	r := Run{ID: id.New(id.Run, now, rnd), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
+	r := Run{ID: id.NewNumbered(id.Run, now, rnd, uint32(a.runs.len())), AgentID: a.info.ID, Version: c.Version, VariationID: variation, SessionID: c.SessionID,
 		ExternalID: c.ExternalID, Labels: c.Labels, ProfileID: c.ProfileID, CreatedAt: now}
 	return []Event{RunCreated{Run: r}}, nil
 }

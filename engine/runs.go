@@ -4,6 +4,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/plaudit/plaudit/engine/id"
 	"github.com/plaudit/plaudit/engine/objective"
 )
 
@@ -125,14 +126,28 @@ func (t *runTable) setFinished(rec *runRecord, x *runExtra, finished, succeeded 
 	rec.finished, x.finished, rec.flags = noTime, at, rec.flags|runFarFinished
 }
 
-// find returns the number of the run with that id.
+// find returns the number of the run with that id: the number the id
+// carries, when the run so numbered has that id, else the index's.
 func (t *runTable) find(runID string) (int, bool) {
-	if t != nil && t.index.ulids != nil {
-		if n, ok := t.index.get(runID); ok {
-			return int(n), true
-		}
+	if t == nil || t.index.ulids == nil {
+		return -1, false
 	}
-	return -1, false
+	var (
+		n  int32
+		ok bool
+	)
+	if u, isULID := id.Parse(id.Run, runID); isULID {
+		if c := int(id.Number(u)); c < t.len() && t.id(c) == runID {
+			return c, true
+		}
+		n, ok = t.index.getULID(u)
+	} else {
+		n, ok = t.index.getOdd(runID)
+	}
+	if !ok {
+		return -1, false
+	}
+	return int(n), true
 }
 
 // id returns the id of run i.

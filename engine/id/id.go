@@ -4,6 +4,7 @@
 package id
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -28,6 +29,11 @@ const (
 
 // New returns prefix + a ULID for time t with 80 bits drawn from rnd.
 func New(prefix string, t time.Time, rnd *rand.Rand) string {
+	u := newULID(t, rnd)
+	return prefix + u.String()
+}
+
+func newULID(t time.Time, rnd *rand.Rand) ulid.ULID {
 	var u ulid.ULID
 	_ = u.SetTime(ulid.Timestamp(t))
 	hi, lo := rnd.Uint64(), rnd.Uint64()
@@ -37,7 +43,25 @@ func New(prefix string, t time.Time, rnd *rand.Rand) string {
 	for i := 0; i < 8; i++ {
 		u[8+i] = byte(lo >> (8 * (7 - i)))
 	}
+	return u
+}
+
+// NewNumbered is New carrying n in the first 32 of the ULID's 80 random
+// bits, where Number reads it back: n masked by the next 32, so that the id
+// looks as random as New's. The last 48 bits are drawn from rnd, which
+// gives as much as New takes from it. A run's id carries the run's number
+// in its agent's run table, which then finds the run without a map
+// (engine).
+func NewNumbered(prefix string, t time.Time, rnd *rand.Rand, n uint32) string {
+	u := newULID(t, rnd)
+	binary.BigEndian.PutUint32(u[6:10], n^binary.BigEndian.Uint32(u[10:14]))
 	return prefix + u.String()
+}
+
+// Number returns the number NewNumbered put in u (for any other ULID, a
+// number its random bits make).
+func Number(u ulid.ULID) uint32 {
+	return binary.BigEndian.Uint32(u[6:10]) ^ binary.BigEndian.Uint32(u[10:14])
 }
 
 // Parse returns the ULID of s when s is prefix followed by a ULID in the

@@ -103,3 +103,28 @@ func TestParseAcceptsExactlyWhatFormatGivesBack(t *testing.T) {
 		t.Fatalf("%d of the 20,000 texts were ids: the test exercises too little of one side", accepted)
 	}
 }
+
+// NewNumbered's id carries n, takes as much from rnd as New (so what a
+// command draws after an id is the same either way), and keeps the time
+// and 48 bits of New's randomness.
+func TestNewNumberedCarriesItsNumber(t *testing.T) {
+	at := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	for _, n := range []uint32{0, 1, 1 << 20, 1<<32 - 1} {
+		a, b := rand.New(rand.NewPCG(7, uint64(n))), rand.New(rand.NewPCG(7, uint64(n)))
+		plain, numbered := New(Run, at, a), NewNumbered(Run, at, b, n)
+		u, ok := Parse(Run, numbered)
+		if !ok {
+			t.Fatalf("NewNumbered made %q, which Parse refuses", numbered)
+		}
+		if got := Number(u); got != n {
+			t.Errorf("Number(%s) = %d, want %d", numbered, got, n)
+		}
+		p, _ := Parse(Run, plain)
+		if p.Time() != u.Time() || string(p[10:]) != string(u[10:]) {
+			t.Errorf("%s and %s: the time and the last 48 bits should be New's", plain, numbered)
+		}
+		if a.Uint64() != b.Uint64() {
+			t.Errorf("NewNumbered took another amount of randomness than New")
+		}
+	}
+}
