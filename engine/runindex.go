@@ -39,7 +39,7 @@ func (x *runIndex) getOdd(runID string) (int32, bool) {
 // the run's own number, as every run the engine creates has, needs no
 // entry: runTable.find reads the number from the id and checks the run it
 // names. That keeps a selection's run out of a map that grows with every
-// run (a cache miss to insert, a fifth of the run table's memory).
+// run (a cache miss to insert, and a sixth of a run's heap).
 func (x *runIndex) put(runID string, i int32) {
 	if u, ok := id.Parse(id.Run, runID); ok {
 		if id.Number(u) == uint32(i) {
