@@ -59,9 +59,9 @@ func (s *Store) appendInGroup(b persist.Batch, size int) error {
 	}
 	// w leads: it is the first append in the queue.
 	q.leading = true
-	n, bytes := 1, w.size
-	for n < len(q.queue) && n < maxGroup && bytes-w.size+q.queue[n].size <= maxGroupBytes {
-		bytes += q.queue[n].size
+	n, total := 1, w.size
+	for n < len(q.queue) && n < maxGroup && total-w.size+q.queue[n].size <= maxGroupBytes {
+		total += q.queue[n].size
 		n++
 	}
 	group := q.queue[:n:n]
@@ -70,7 +70,7 @@ func (s *Store) appendInGroup(b persist.Batch, size int) error {
 	}
 	q.mu.Unlock()
 
-	err := s.commitGroup(group, bytes)
+	err := s.commitGroup(group, total)
 	// The group's callers are woken before the next group is begun: the
 	// appends they make meanwhile join it. (Begun first, the next group
 	// was smaller, and the CPU a write took nearer to that of no groups.)

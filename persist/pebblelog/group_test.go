@@ -13,7 +13,7 @@ import (
 
 // heldCommit makes s's first commit wait until release is closed, counts
 // every commit, and runs then (if set) at the start of every later one.
-func heldCommit(s *Store, then func(n int64)) (committing, release chan struct{}, commits *atomic.Int64) {
+func heldCommit(s *Store, then func()) (committing, release chan struct{}, commits *atomic.Int64) {
 	committing, release, commits = make(chan struct{}), make(chan struct{}), new(atomic.Int64)
 	s.beforeCommit = func() {
 		n := commits.Add(1)
@@ -21,7 +21,7 @@ func heldCommit(s *Store, then func(n int64)) (committing, release chan struct{}
 			close(committing)
 			<-release
 		} else if then != nil {
-			then(n)
+			then()
 		}
 	}
 	return committing, release, commits
@@ -114,7 +114,7 @@ func TestAppendsWaitingForACommitShareTheNext(t *testing.T) {
 // A group's failed commit fails every append in it, and stores none.
 func TestAGroupSharesItsCommitsFailure(t *testing.T) {
 	s := openTemp(t)
-	committing, release, _ := heldCommit(s, func(int64) {
+	committing, release, _ := heldCommit(s, func() {
 		err := fmt.Errorf("%w: injected", persist.ErrFailed)
 		s.failed.Store(&err)
 	})
