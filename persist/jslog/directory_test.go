@@ -342,19 +342,21 @@ func TestABatchWhoseUniqueKeyIsTakenWritesNothing(t *testing.T) {
 }
 
 // A batch retried while its keys are held by claims of failed writes whose
-// windows end at different times gets through once the last has passed:
-// each try that finds one key free and another held releases the one it
-// took, rather than holding it against the next try.
+// windows end at different times (their log appends unanswered) gets
+// through once the last has passed: each try that finds one key free and
+// another held releases the one it took, rather than holding it against
+// the next try.
 func TestARetryGetsThroughKeysFreedAtDifferentTimes(t *testing.T) {
-	js := startJetStream(t)
+	lost := &lostJS{JetStream: startJetStream(t)}
 	var c clock
-	deposed := clockedStore(t, js, &c, 1)
-	owner := clockedStore(t, js, &c, 2) // fences every partition: the first node's appends fail
+	deposed := clockedStore(t, lost, &c, 1)
+	owner := clockedStore(t, lost, &c, 2) // fences every partition: the first node is deposed
 	key := func(name, value string) persist.KV {
 		return persist.KV{Key: []byte("runext/default/" + name), Value: []byte(value), Unique: true}
 	}
 	failed := func(name string) {
 		t.Helper()
+		lost.lose(false)
 		if err := deposed.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
 			Index: []persist.KV{key(name, "run_a")}}); err == nil || errors.Is(err, persist.ErrExists) {
 			t.Fatalf("a deposed node's append claiming %s: %v; want a failed append", name, err)
@@ -475,16 +477,17 @@ type clock struct{ ahead atomic.Int64 }
 func (c *clock) now() time.Time           { return time.Now().Add(time.Duration(c.ahead.Load())) }
 func (c *clock) advance(by time.Duration) { c.ahead.Add(int64(by)) }
 
-// A write that claimed an external id and then failed (its node deposed
-// before its log append) leaves nothing a reader finds, neither the id
-// nor its other index entries (an Idempotency-Key record among them, whose
-// replay would acknowledge a write that never happened); a retry within
-// the claim's window is refused, and once the window has passed another
-// write takes the id, on any node.
+// A write that claimed an external id and then failed with its outcome
+// unknown (its log append unanswered, and in fact never stored) leaves
+// nothing a reader finds, neither the id nor its other index entries (an
+// Idempotency-Key record among them, whose replay would acknowledge a
+// write that never happened); a retry within the claim's window is
+// refused, and once the window has passed another write takes the id, on
+// any node.
 func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
-	js := startJetStream(t)
+	lost := &lostJS{JetStream: startJetStream(t)}
 	var c clock
-	store := func(epoch uint64) *Store { return clockedStore(t, js, &c, epoch) }
+	store := func(epoch uint64) *Store { return clockedStore(t, lost, &c, epoch) }
 	batch := func(agent, run string) persist.Batch {
 		return persist.Batch{Agent: agent, First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
 			{Key: []byte("run/" + run), Value: []byte(agent)},
@@ -492,10 +495,11 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 			{Key: []byte("idem/r/default/" + run), Value: []byte("201 " + run)}}}
 	}
 	deposed := store(1)
-	owner := store(2) // fences every partition: the first node's appends fail
+	lost.lose(false)
 	if err := deposed.Append(batch("agt_a", "run_1")); err == nil {
-		t.Fatal("an append of a deposed node succeeded")
+		t.Fatal("an unanswered append succeeded")
 	}
+	owner := store(2) // fences every partition: the first node is deposed
 	for name, s := range map[string]*Store{"the deposed node": deposed, "the owner": owner} {
 		for _, key := range []string{"runext/default/order-1", "run/run_1", "idem/r/default/run_1"} {
 			if v, err := s.Get([]byte(key)); !errors.Is(err, persist.ErrNotFound) {
@@ -738,27 +742,40 @@ func TestARestoreMeetingAnotherLoggedBatchsClaimRestoresThatBatch(t *testing.T) 
 }
 
 // A batch whose partition this node does not own (a paused node's queued
-// request, once its lease has gone) sends nothing to the log and releases
-// its claims at once: the owner's batch takes the keys without waiting
-// out a window.
+// request, once its lease has gone) sends nothing to the log, and one
+// fenced off by the new owner is not stored: either releases its claims at
+// once, and the owner's batch takes the keys without waiting out a window.
 func TestABatchOfAPartitionNotOwnedHereReleasesItsClaims(t *testing.T) {
-	js := startJetStream(t)
-	var c clock
-	deposed, owner := clockedStore(t, js, &c, 1), clockedStore(t, js, &c, 2)
-	batch := func(run string) persist.Batch {
-		return persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
-			{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true},
-			{Key: []byte("idem/r/default/k1"), Value: []byte("201 " + run), Unique: true}}}
-	}
-	deposed.agents.Disown(partitionOf("agt_a"))
-	if err := deposed.Append(batch("run_1")); !errors.Is(err, ErrNotOwner) {
-		t.Fatalf("an append of a partition not owned: %v, want ErrNotOwner", err)
-	}
-	if err := owner.Append(batch("run_2")); err != nil {
-		t.Fatalf("the owner's batch claiming the same keys: %v", err)
-	}
-	if v, err := owner.Get([]byte("runext/default/order-1")); err != nil || string(v) != "run_2" {
-		t.Fatalf("the external id: %q, %v; want run_2", v, err)
+	for _, tc := range []struct {
+		name    string
+		disown  bool // the deposed owner has given the partition up
+		wantErr error
+	}{
+		{"given up", true, ErrNotOwner},
+		{"fenced off by the new owner", false, ErrFenced},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := startJetStream(t)
+			var c clock
+			deposed, owner := clockedStore(t, js, &c, 1), clockedStore(t, js, &c, 2)
+			batch := func(run string) persist.Batch {
+				return persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
+					{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true},
+					{Key: []byte("idem/r/default/k1"), Value: []byte("201 " + run), Unique: true}}}
+			}
+			if tc.disown {
+				deposed.agents.Disown(partitionOf("agt_a"))
+			}
+			if err := deposed.Append(batch("run_1")); !errors.Is(err, tc.wantErr) {
+				t.Fatalf("the deposed owner's append: %v, want %v", err, tc.wantErr)
+			}
+			if err := owner.Append(batch("run_2")); err != nil {
+				t.Fatalf("the owner's batch claiming the same keys: %v", err)
+			}
+			if v, err := owner.Get([]byte("runext/default/order-1")); err != nil || string(v) != "run_2" {
+				t.Fatalf("the external id: %q, %v; want run_2", v, err)
+			}
+		})
 	}
 }
 

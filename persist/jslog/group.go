@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
@@ -85,19 +86,25 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uin
 	if l.queue = l.queue[n:]; len(l.queue) == 0 {
 		l.queue = nil
 	}
-	after, err := l.last, l.fenced
+	after, unsure, err := l.last, l.unsure, l.fenced
 	l.mu.Unlock()
 
 	if err == nil {
-		err = l.writeGroup(ctx, after, group)
+		after, err = l.writeGroup(ctx, after, unsure, group)
 	}
 
 	l.mu.Lock()
+	if after != l.last { // an unsure group was found stored
+		l.last, l.unsure = after, nil
+	}
 	switch {
 	case err == nil:
-		l.last = after + uint64(n)
+		l.last, l.unsure = after+uint64(n), nil
 	case errors.Is(err, ErrFenced):
 		l.fenced = err
+	default:
+		// Unanswered, it may yet be stored right after l.last.
+		l.unsure = append(l.unsure, sentOf(group))
 	}
 	if len(l.queue) > 0 {
 		l.queue[0].turn <- false
@@ -116,25 +123,78 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uin
 	return w.seq, w.err
 }
 
-// writeGroup writes group right after stream sequence after. It fails with
-// ErrFenced if another writer wrote after it.
-func (l *Log) writeGroup(ctx context.Context, after uint64, group []*write) error {
-	err := l.send(ctx, after, group)
-	var apiErr *jetstream.APIError
-	switch {
-	case err == nil:
-		return nil
-	case jserr.WrongLastSequence(err), errors.As(err, &apiErr) && apiErr.ErrorCode == errDuplicateInBatch:
-		// What follows after is either this very group, stored by an
-		// attempt whose ack was lost, or another writer's.
-		if l.holds(ctx, after+1, group[0]) && l.holds(ctx, after+uint64(len(group)), group[len(group)-1]) {
-			return nil
+// msgRef names a write in the stream: its subject and message id.
+type msgRef struct{ subject, id string }
+
+// sent is a group as the stream would hold it: its first and last writes,
+// and how many it has.
+type sent struct {
+	first, last msgRef
+	n           int
+}
+
+func sentOf(group []*write) sent {
+	first, last := group[0], group[len(group)-1]
+	return sent{msgRef{first.subject, first.id}, msgRef{last.subject, last.id}, len(group)}
+}
+
+// writeGroup writes group right after stream sequence after and returns
+// where it went after: past after, by the groups of unsure found stored
+// first. unsure lists this Log's groups sent after after whose answer never
+// came (a timeout while the stream elected a leader): any one of them may
+// have been stored there. It fails with ErrFenced if another writer wrote
+// after it.
+func (l *Log) writeGroup(ctx context.Context, after uint64, unsure []sent, group []*write) (uint64, error) {
+	mine := sentOf(group)
+	for {
+		err := l.send(ctx, after, group)
+		var apiErr *jetstream.APIError
+		if err == nil {
+			return after, nil
 		}
-		if jserr.WrongLastSequence(err) {
-			return fmt.Errorf("%w: partition %d: another writer wrote after %d", ErrFenced, l.p, after)
+		if !jserr.WrongLastSequence(err) && !(errors.As(err, &apiErr) && apiErr.ErrorCode == errDuplicateInBatch) {
+			return after, fmt.Errorf("jslog: partition %d: %w", l.p, err)
+		}
+		// What follows after is this very group, stored by an attempt
+		// whose ack was lost, an unsure group, or another writer's.
+		found, err2 := l.storedAfter(ctx, after, append(slices.Clip(unsure), mine))
+		switch {
+		case err2 != nil:
+			return after, fmt.Errorf("jslog: partition %d: %w (what follows %d unread: %w)", l.p, err, after, err2)
+		case found == mine:
+			return after, nil
+		case found.n > 0:
+			// An unsure group is stored: the others, sent after the same
+			// place, never can be. This group goes after it.
+			after, unsure = after+uint64(found.n), nil
+			continue
+		case jserr.WrongLastSequence(err):
+			return after, fmt.Errorf("%w: partition %d: another writer wrote after %d", ErrFenced, l.p, after)
+		}
+		return after, fmt.Errorf("jslog: partition %d: %w", l.p, err)
+	}
+}
+
+// storedAfter returns the one of groups the stream holds right after
+// stream sequence after (zero if none).
+func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sent, error) {
+	first, err := l.at(ctx, after+1)
+	if err != nil {
+		return sent{}, err
+	}
+	for _, g := range groups {
+		if g.first != first {
+			continue
+		}
+		last, err := l.at(ctx, after+uint64(g.n))
+		if err != nil {
+			return sent{}, err
+		}
+		if g.last == last {
+			return g, nil
 		}
 	}
-	return fmt.Errorf("jslog: partition %d: %w", l.p, err)
+	return sent{}, nil
 }
 
 // send publishes group after stream sequence after: one write as a plain
@@ -199,8 +259,14 @@ func (l *Log) acked(seq, after uint64, n int) error {
 	return nil
 }
 
-// holds reports whether the stream's message at seq is w.
-func (l *Log) holds(ctx context.Context, seq uint64, w *write) bool {
+// at names the stream's message at seq (zero if there is none).
+func (l *Log) at(ctx context.Context, seq uint64) (msgRef, error) {
 	m, err := l.stream.GetMsg(ctx, seq)
-	return err == nil && m.Subject == w.subject && m.Header.Get(jetstream.MsgIDHeader) == w.id
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return msgRef{}, nil
+	}
+	if err != nil {
+		return msgRef{}, err
+	}
+	return msgRef{m.Subject, m.Header.Get(jetstream.MsgIDHeader)}, nil
 }

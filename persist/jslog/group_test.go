@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,16 +185,16 @@ func TestAGroupRetriedAfterALostAckIsStoredOnce(t *testing.T) {
 		return g
 	}
 	after := l.last
-	if err := l.writeGroup(context.Background(), after, group("agt_a")); err != nil {
+	if _, err := l.writeGroup(context.Background(), after, nil, group("agt_a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.writeGroup(context.Background(), after, group("agt_a")); err != nil {
+	if _, err := l.writeGroup(context.Background(), after, nil, group("agt_a")); err != nil {
 		t.Fatalf("the same group again at the same place: %v", err)
 	}
 	if got, _ := tail(t, l, "agt_a", 0); len(got) != 3 {
 		t.Fatalf("tail: %d batches, want the group's 3 once", len(got))
 	}
-	if err := l.writeGroup(context.Background(), after, group("agt_b")); !errors.Is(err, ErrFenced) {
+	if _, err := l.writeGroup(context.Background(), after, nil, group("agt_b")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("another group expecting the same place: %v, want ErrFenced", err)
 	}
 	if got, _ := tail(t, l, "agt_b", 0); len(got) != 0 {
@@ -211,7 +213,7 @@ func TestAGroupWithAnIDStoredBeforeWritesNothingAndDoesNotFence(t *testing.T) {
 		{subject: l.prefix + "agt_c", id: "agt_c:1", body: encodeBatch(batch("agt_c", 1, "c"))},
 		{subject: l.prefix + "agt_a", id: "agt_a:1", body: encodeBatch(batch("agt_a", 1, "again"))},
 	}
-	err := l.writeGroup(context.Background(), l.last, g)
+	_, err := l.writeGroup(context.Background(), l.last, nil, g)
 	if err == nil || errors.Is(err, ErrFenced) {
 		t.Fatalf("a group with a stored id: %v, want an error other than ErrFenced", err)
 	}
@@ -301,5 +303,100 @@ func TestALogThatCannotBeOpenedIsAnError(t *testing.T) {
 	cancel()
 	if l, err := Open(gone, js, 0, Config{}); err == nil {
 		t.Fatalf("Open with JetStream out of reach: %v, nil error", l)
+	}
+}
+
+// lostJS is JetStream whose next writes to partition logs get no answer,
+// as when a stream elects a new leader while they are out: each is stored
+// or dropped as its entry in fates says, and reported as timed out.
+type lostJS struct {
+	jetstream.JetStream
+	mu    sync.Mutex
+	fates []bool // true: stored
+}
+
+// lose makes the next writes to partition logs unanswered, each stored or
+// not as fates says.
+func (j *lostJS) lose(fates ...bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.fates = fates
+}
+
+func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	j.mu.Lock()
+	if len(j.fates) == 0 || !strings.HasPrefix(subject, "plaudit.log.") {
+		j.mu.Unlock()
+		return j.JetStream.Publish(ctx, subject, data, opts...)
+	}
+	stored := j.fates[0]
+	j.fates = j.fates[1:]
+	j.mu.Unlock()
+	if stored {
+		if _, err := j.JetStream.Publish(ctx, subject, data, opts...); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("publish: %w", context.DeadlineExceeded)
+}
+
+// A write whose answer never came may have been stored, after the Log's
+// last write: the next write finds it there and goes after it. Taken for
+// another writer's, it fenced the Log for good, and the partition's owner
+// could write no more.
+func TestAWriteAfterUnansweredOnesGoesAfterTheOneStored(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fates []bool // of the unanswered writes, in turn
+	}{
+		{"stored", []bool{true}},
+		{"dropped", []bool{false}},
+		{"the second of two stored", []bool{false, true}},
+		{"none of three stored", []bool{false, false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lost := &lostJS{JetStream: startJetStream(t)}
+			l := openLog(t, lost, 0, 1)
+			mustAppend(t, l, batch("agt_a", 1, "answered"))
+			lost.lose(tc.fates...)
+			for i := range tc.fates {
+				_, err := l.Append(context.Background(), batch("agt_a", 2, fmt.Sprintf("unanswered %d", i)))
+				if err == nil || errors.Is(err, ErrFenced) {
+					t.Fatalf("unanswered write %d: %v, want a timeout", i, err)
+				}
+			}
+			next := uint64(2)
+			if slices.Contains(tc.fates, true) {
+				next = 3
+			}
+			for i := range 2 {
+				mustAppend(t, l, batch("agt_a", next+uint64(i), "after"))
+			}
+			got, _ := tail(t, l, "agt_a", 0)
+			if want := int(next) + 1; len(got) != want {
+				t.Fatalf("the log holds %d batches, want %d", len(got), want)
+			}
+			for i, b := range got {
+				if b.First != uint64(i+1) {
+					t.Fatalf("batch %d starts at %d", i, b.First)
+				}
+			}
+		})
+	}
+}
+
+// An unanswered write not stored, with another writer's write in its
+// place, still fences the Log.
+func TestAWriteAfterAnUnansweredOneIsFencedByAnotherWritersWrite(t *testing.T) {
+	lost := &lostJS{JetStream: startJetStream(t)}
+	l := openLog(t, lost, 0, 1)
+	mustAppend(t, l, batch("agt_a", 1, "answered"))
+	lost.lose(false)
+	if _, err := l.Append(context.Background(), batch("agt_a", 2, "unanswered")); err == nil {
+		t.Fatal("the unanswered write succeeded")
+	}
+	openLog(t, lost.JetStream, 0, 2) // a new owner's fence
+	if _, err := l.Append(context.Background(), batch("agt_a", 2, "after")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a write after another owner's fence: %v, want ErrFenced", err)
 	}
 }

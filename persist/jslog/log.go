@@ -75,6 +75,7 @@ type Log struct {
 	last    uint64 // the stream's last sequence: this Log's own last write
 	epoch   uint64 // 0 until Fence
 	fenced  error  // set once a write found another writer's message
+	unsure  []sent // groups sent after last, unanswered (group.go)
 	queue   []*write
 	leading bool // a group is being written
 }
@@ -157,7 +158,7 @@ func (l *Log) Fence(ctx context.Context, epoch uint64) error {
 		if err != nil {
 			return fmt.Errorf("jslog: partition %d fence: %w", l.p, err)
 		}
-		l.last, l.epoch, l.fenced = ack.Sequence, epoch, nil
+		l.last, l.epoch, l.fenced, l.unsure = ack.Sequence, epoch, nil, nil
 		return nil
 	}
 }

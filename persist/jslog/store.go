@@ -44,8 +44,8 @@ func (s *Store) open(fn func() error) error {
 // Idempotency-Key record) never names a write the log lacks. A crash
 // after the log append leaves the index to Load; one before it leaves
 // claims never confirmed, which their window frees. A batch whose
-// partition is not owned here sends nothing to the log, and releases its
-// claims at once.
+// partition is not owned here sends nothing to the log, and one fenced off
+// by a newer owner is not stored: either releases its claims at once.
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
@@ -57,11 +57,11 @@ func (s *Store) Append(b persist.Batch) error {
 		}
 		if len(b.Events) > 0 {
 			if err := s.agents.Append(b); err != nil {
-				if errors.Is(err, ErrNotOwner) {
-					// Nothing was sent: left to their window, the claims
-					// kept the keys from the batch's retry on the new
-					// owner (a paused node's queued requests), and from
-					// the restore of a batch it retried.
+				if errors.Is(err, ErrNotOwner) || errors.Is(err, ErrFenced) {
+					// Nothing was stored: left to their window, the
+					// claims kept the keys from the batch's retry on the
+					// new owner (a paused node's queued requests), and
+					// from the restore of a batch it retried.
 					s.release(claims)
 				}
 				return err
