@@ -113,8 +113,22 @@ func launch(t *testing.T, bin, data, name string, flags ...string) *plaudit {
 	}
 	p := &plaudit{cmd: cmd, base: "http://" + httpAddr, nats: "nats://" + natsAddr, log: logPath, waitCh: make(chan error, 1)}
 	go func() { p.waitCh <- cmd.Wait() }()
-	t.Cleanup(func() { p.kill(t) })
+	t.Cleanup(func() {
+		p.kill(t)
+		if t.Failed() { // what CI keeps of a failed run is the test's output
+			t.Logf("%s's log, its last %d lines:\n%s", name, logTail, lastLines(p.output(), logTail))
+		}
+	})
 	return p
+}
+
+// logTail is how much of each process's log a failed test prints.
+const logTail = 30
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func (p *plaudit) waitHealthy(t *testing.T, within time.Duration) {
