@@ -198,6 +198,9 @@ func (a *Agents) load(agent string) (persist.Recovered, *Stored, error) {
 	}
 	ctx, cancel := a.ctx()
 	defer cancel()
+	if err := l.settle(ctx); err != nil {
+		return fail(fmt.Errorf("agent %s: %w", agent, err))
+	}
 	var r persist.Recovered
 	object, err := l.lastPointer(ctx, agent, &r.SnapshotSeq)
 	if err != nil {

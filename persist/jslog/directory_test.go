@@ -356,7 +356,7 @@ func TestARetryGetsThroughKeysFreedAtDifferentTimes(t *testing.T) {
 	}
 	failed := func(name string) {
 		t.Helper()
-		lost.lose(false)
+		lost.lose(dropped)
 		if err := deposed.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
 			Index: []persist.KV{key(name, "run_a")}}); err == nil || errors.Is(err, persist.ErrExists) {
 			t.Fatalf("a deposed node's append claiming %s: %v; want a failed append", name, err)
@@ -495,7 +495,7 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 			{Key: []byte("idem/r/default/" + run), Value: []byte("201 " + run)}}}
 	}
 	deposed := store(1)
-	lost.lose(false)
+	lost.lose(dropped)
 	if err := deposed.Append(batch("agt_a", "run_1")); err == nil {
 		t.Fatal("an unanswered append succeeded")
 	}

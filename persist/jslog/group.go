@@ -3,6 +3,7 @@ package jslog
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,6 +122,26 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uin
 		}
 	}
 	return w.seq, w.err
+}
+
+// settle makes sure that none of this Log's unanswered writes can still be
+// stored, so that a read after it sees every write of this Log the stream
+// will ever hold. An agent whose append went unanswered is loaded again
+// before it writes: had the load missed that append, stored a moment
+// later, the agent's next batch would take the same event numbers again.
+// With writes unanswered, settle writes the owner's fence again after the
+// Log's last write. Each unanswered write expected that very place, so
+// once the fence or one of them holds it, none of the others can be
+// stored.
+func (l *Log) settle(ctx context.Context) error {
+	l.mu.Lock()
+	unsure, epoch := len(l.unsure) > 0, l.epoch
+	l.mu.Unlock()
+	if !unsure {
+		return nil
+	}
+	_, err := l.publish(ctx, l.prefix+fenceToken, "fence:"+rand.Text(), binary.BigEndian.AppendUint64(nil, epoch))
+	return err
 }
 
 // msgRef names a write in the stream: its subject and message id.

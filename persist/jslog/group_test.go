@@ -306,21 +306,43 @@ func TestALogThatCannotBeOpenedIsAnError(t *testing.T) {
 	}
 }
 
+// fate is what becomes of a write whose answer never comes.
+type fate int
+
+const (
+	dropped fate = iota // it never reaches the stream
+	stored              // stored at once
+	late                // sent once the test releases it, as a leader that had it queued would
+)
+
 // lostJS is JetStream whose next writes to partition logs get no answer,
-// as when a stream elects a new leader while they are out: each is stored
-// or dropped as its entry in fates says, and reported as timed out.
+// as when a stream elects a new leader while they are out: each meets the
+// fate given, and is reported as timed out.
 type lostJS struct {
 	jetstream.JetStream
 	mu    sync.Mutex
-	fates []bool // true: stored
+	fates []fate
+	held  []func() error
 }
 
-// lose makes the next writes to partition logs unanswered, each stored or
-// not as fates says.
-func (j *lostJS) lose(fates ...bool) {
+// lose gives the next writes to partition logs no answer, and these fates.
+func (j *lostJS) lose(fates ...fate) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.fates = fates
+}
+
+// release sends the late writes and returns what the stream answered each.
+func (j *lostJS) release() []error {
+	j.mu.Lock()
+	held := j.held
+	j.held = nil
+	j.mu.Unlock()
+	var errs []error
+	for _, send := range held {
+		errs = append(errs, send())
+	}
+	return errs
 }
 
 func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
@@ -329,11 +351,18 @@ func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts 
 		j.mu.Unlock()
 		return j.JetStream.Publish(ctx, subject, data, opts...)
 	}
-	stored := j.fates[0]
+	f := j.fates[0]
 	j.fates = j.fates[1:]
+	send := func() error {
+		_, err := j.JetStream.Publish(context.Background(), subject, data, opts...)
+		return err
+	}
+	if f == late {
+		j.held = append(j.held, send)
+	}
 	j.mu.Unlock()
-	if stored {
-		if _, err := j.JetStream.Publish(ctx, subject, data, opts...); err != nil {
+	if f == stored {
+		if err := send(); err != nil {
 			return nil, err
 		}
 	}
@@ -347,12 +376,12 @@ func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts 
 func TestAWriteAfterUnansweredOnesGoesAfterTheOneStored(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fates []bool // of the unanswered writes, in turn
+		fates []fate // of the unanswered writes, in turn
 	}{
-		{"stored", []bool{true}},
-		{"dropped", []bool{false}},
-		{"the second of two stored", []bool{false, true}},
-		{"none of three stored", []bool{false, false, false}},
+		{"stored", []fate{stored}},
+		{"dropped", []fate{dropped}},
+		{"the second of two stored", []fate{dropped, stored}},
+		{"none of three stored", []fate{dropped, dropped, dropped}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lost := &lostJS{JetStream: startJetStream(t)}
@@ -366,7 +395,7 @@ func TestAWriteAfterUnansweredOnesGoesAfterTheOneStored(t *testing.T) {
 				}
 			}
 			next := uint64(2)
-			if slices.Contains(tc.fates, true) {
+			if slices.Contains(tc.fates, stored) {
 				next = 3
 			}
 			for i := range 2 {
@@ -391,12 +420,44 @@ func TestAWriteAfterAnUnansweredOneIsFencedByAnotherWritersWrite(t *testing.T) {
 	lost := &lostJS{JetStream: startJetStream(t)}
 	l := openLog(t, lost, 0, 1)
 	mustAppend(t, l, batch("agt_a", 1, "answered"))
-	lost.lose(false)
+	lost.lose(dropped)
 	if _, err := l.Append(context.Background(), batch("agt_a", 2, "unanswered")); err == nil {
 		t.Fatal("the unanswered write succeeded")
 	}
 	openLog(t, lost.JetStream, 0, 2) // a new owner's fence
 	if _, err := l.Append(context.Background(), batch("agt_a", 2, "after")); !errors.Is(err, ErrFenced) {
 		t.Fatalf("a write after another owner's fence: %v, want ErrFenced", err)
+	}
+}
+
+// An agent loaded after its append went unanswered sees that append if the
+// log will ever hold it. One still queued at the stream's leader when the
+// load reads is kept out for good: it expected the place the load's fence
+// takes. Missed by the load and stored after it, it gave the agent's next
+// batch the same event numbers (and its message id, which JetStream
+// acknowledged as a duplicate without storing the batch).
+func TestALoadAfterAnUnansweredAppendSeesAllTheLogWillHold(t *testing.T) {
+	lost := &lostJS{JetStream: startJetStream(t)}
+	a := node(t, lost, 1)
+	appendEvents(t, a, "agt_a", 1, 1)
+	lost.lose(late)
+	if err := a.Append(batch("agt_a", 2, "unanswered")); err == nil {
+		t.Fatal("the unanswered append succeeded")
+	}
+	r, err := a.Load("agt_a")
+	if err != nil || r.LastSeq != 1 {
+		t.Fatalf("the load: last event %d, %v; want 1", r.LastSeq, err)
+	}
+	for _, err := range lost.release() {
+		if err == nil {
+			t.Fatal("the late append was stored after the load")
+		}
+	}
+	if err := a.Append(batch("agt_a", 2, "after the load")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = a.Load("agt_a")
+	if err != nil || r.LastSeq != 2 || len(r.Tail) != 2 || string(r.Tail[1]) != "after the load" {
+		t.Fatalf("the load: last event %d, tail %q, %v; want the batch made after the first load", r.LastSeq, r.Tail, err)
 	}
 }
