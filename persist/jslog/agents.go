@@ -315,7 +315,12 @@ func (a *Agents) SaveSnapshot(agent string, seq uint64, state persist.State) err
 		return fmt.Errorf("agent %s: snapshot: %w", agent, err)
 	}
 	if err := l.appendPointer(ctx, agent, seq, name); err != nil {
-		_ = a.obj.Delete(ctx, name)
+		if errors.Is(err, ErrFenced) {
+			_ = a.obj.Delete(ctx, name) // refused: no pointer names it
+		}
+		// Unanswered, or stored with its older pointers left, the pointer
+		// may be the agent's last: deleted, its object failed every load
+		// of the agent. It stays (an orphan costs space only).
 		return fmt.Errorf("agent %s: snapshot: %w", agent, err)
 	}
 	old := k.object

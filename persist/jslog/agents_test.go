@@ -294,3 +294,22 @@ func TestTheSnapshotBucketIsReadFromItsLeader(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot whose pointer went unanswered, though stored, keeps its
+// object: deleted, it failed every load of the agent, on every node.
+func TestASnapshotWhosePointerWentUnansweredKeepsItsObject(t *testing.T) {
+	lost := &lostJS{JetStream: startJetStream(t)}
+	old := node(t, lost, 1)
+	appendEvents(t, old, "agt_a", 1, 3)
+	lost.lose(stored)
+	if err := old.SaveSnapshot("agt_a", 3, persist.Bytes("state at 3")); err == nil {
+		t.Fatal("a snapshot whose pointer went unanswered succeeded")
+	}
+	r, err := node(t, lost, 2).Load("agt_a")
+	if err != nil {
+		t.Fatalf("a new owner's load: %v", err)
+	}
+	if r.SnapshotSeq != 3 || string(r.Snapshot) != "state at 3" || r.LastSeq != 3 {
+		t.Fatalf("a new owner's load: snapshot at %d %q, last event %d; want the snapshot at 3", r.SnapshotSeq, r.Snapshot, r.LastSeq)
+	}
+}
