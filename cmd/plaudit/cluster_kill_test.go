@@ -26,8 +26,38 @@ type clusterNode struct {
 }
 
 // startClusterNodes starts n nodes at once (each waits for the cluster's
-// JetStream), then waits for every one to answer /healthz.
+// JetStream), then waits for every one to answer /healthz. A node that
+// finds one of its ports taken (freeport's ports are free when found, and
+// another test process may take one before the node binds it) starts the
+// cluster again, on other ports.
 func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
+	t.Helper()
+	for try := 1; ; try++ {
+		nodes := launchClusterNodes(t, bin, n)
+		err := clusterHealthy(nodes, 60*time.Second)
+		if err == nil {
+			return nodes
+		}
+		for _, nd := range nodes {
+			select {
+			case <-nd.waitCh: // exited too
+				nd.killed = true
+			case <-time.After(100 * time.Millisecond):
+				nd.kill(t)
+			}
+		}
+		if !strings.Contains(err.Error(), portTaken) || try == 3 {
+			t.Fatal(err)
+		}
+		t.Logf("a port was taken before its node bound it; the cluster starts again on others: %v", err)
+	}
+}
+
+// portTaken is what a node logs of a port it could not bind.
+const portTaken = "address already in use"
+
+// launchClusterNodes starts n nodes of a cluster without waiting for them.
+func launchClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 	t.Helper()
 	routes := make([]string, n)
 	for i := range routes {
@@ -44,10 +74,37 @@ func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 				"--claim-window", "4s"}}
 		nodes[i].plaudit = launch(t, bin, nodes[i].data, nodes[i].name, nodes[i].flags...)
 	}
-	for _, nd := range nodes {
-		nd.waitHealthy(t, 60*time.Second)
-	}
 	return nodes
+}
+
+// clusterHealthy waits until every node answers /healthz, and fails as
+// soon as one exits or finds a port taken (the others cannot then form the
+// cluster; a taken route port does not stop a node, which waits for the
+// cluster until its join timeout).
+func clusterHealthy(nodes []*clusterNode, within time.Duration) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		healthy := 0
+		for _, nd := range nodes {
+			select {
+			case err := <-nd.waitCh:
+				nd.killed = true
+				return fmt.Errorf("%s exited before it was healthy: %v\n%s", nd.name, err, nd.output())
+			default:
+			}
+			if out := nd.output(); strings.Contains(out, portTaken) {
+				return fmt.Errorf("%s: %s\n%s", nd.name, portTaken, out)
+			}
+			if nd.answersHealthz() {
+				healthy++
+			}
+		}
+		if healthy == len(nodes) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d nodes healthy after %v", healthy, len(nodes), within)
+		}
+	}
 }
 
 // createRetrying posts body to url until it is answered 201 and returns
@@ -141,17 +198,26 @@ func (p *plaudit) waitHealthy(t *testing.T, within time.Duration) {
 			t.Fatalf("node exited before it was healthy: %v\n%s", err, p.output())
 		default:
 		}
-		if resp, err := http.Get(p.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if p.answersHealthz() {
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("node not healthy after %v\n%s", within, p.output())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// answersHealthz reports whether the process answers /healthz 200 within
+// a second (a node still joining its cluster may take the connection and
+// answer only once it gives up).
+func (p *plaudit) answersHealthz() bool {
+	resp, err := (&http.Client{Timeout: time.Second}).Get(p.base + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
 }
 
 // history records, as a Jepsen-style checker would, every acknowledged
