@@ -148,7 +148,10 @@ func (a *Agents) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.cfg.Timeout)
 }
 
-// Append appends b to its partition's log (see persist.Store.Append).
+// Append appends b to its partition's log (see persist.Store.Append). An
+// append left unanswered (a timeout while the stream elects a leader) is
+// settled at once where it can be: stored, it succeeds; certainly not, it
+// fails with ErrNotStored; otherwise its outcome stays unknown.
 func (a *Agents) Append(b persist.Batch) error {
 	if err := validBatch(b); err != nil {
 		return err
@@ -163,6 +166,9 @@ func (a *Agents) Append(b persist.Batch) error {
 	ctx, cancel := a.ctx()
 	defer cancel()
 	seq, err := l.Append(ctx, b)
+	if err != nil && !errors.Is(err, ErrFenced) {
+		seq, err = a.settleAppend(l, b, err)
+	}
 	if err != nil {
 		return fmt.Errorf("agent %s: %w", b.Agent, err)
 	}
@@ -171,6 +177,32 @@ func (a *Agents) Append(b persist.Batch) error {
 	k := a.keptLocked(b.Agent)
 	k.batches = append(k.batches, batchPos{stream: seq, last: b.First + uint64(len(b.Events)) - 1})
 	return nil
+}
+
+// ErrNotStored is Append's failure for a batch whose append went
+// unanswered and that the log is now certain never to hold.
+var ErrNotStored = errors.New("jslog: the append went unanswered, and the log will never hold it")
+
+// settleAppend finds out, once the Log is settled (no unanswered write of
+// it can be stored any more), whether b's unanswered append is in the log:
+// the agent's last batch there is b if its message id is b's (an agent
+// never makes two batches with the same first event, since it is loaded
+// again, settled, after an append that failed). Where that cannot be told,
+// the append's own error stands.
+func (a *Agents) settleAppend(l *Log, b persist.Batch, cause error) (uint64, error) {
+	ctx, cancel := a.ctx()
+	defer cancel()
+	if err := l.settle(ctx); err != nil {
+		return 0, cause
+	}
+	m, err := l.stream.GetLastMsgForSubject(ctx, l.prefix+b.Agent)
+	switch {
+	case err == nil && m.Header.Get(jetstream.MsgIDHeader) == batchID(b):
+		return m.Sequence, nil
+	case err == nil, errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, fmt.Errorf("%w (%w)", ErrNotStored, cause)
+	}
+	return 0, cause
 }
 
 func (a *Agents) keptLocked(agent string) *agentLog {

@@ -356,7 +356,7 @@ func TestARetryGetsThroughKeysFreedAtDifferentTimes(t *testing.T) {
 	}
 	failed := func(name string) {
 		t.Helper()
-		lost.lose(dropped)
+		lost.lose(dropped, dropped) // the append, then the fence that would settle it
 		if err := deposed.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")},
 			Index: []persist.KV{key(name, "run_a")}}); err == nil || errors.Is(err, persist.ErrExists) {
 			t.Fatalf("a deposed node's append claiming %s: %v; want a failed append", name, err)
@@ -495,7 +495,7 @@ func TestAnIDWhoseWriteFailedAfterItsClaimIsFreedAfterTheWindow(t *testing.T) {
 			{Key: []byte("idem/r/default/" + run), Value: []byte("201 " + run)}}}
 	}
 	deposed := store(1)
-	lost.lose(dropped)
+	lost.lose(dropped, dropped) // the append, then the fence that would settle it
 	if err := deposed.Append(batch("agt_a", "run_1")); err == nil {
 		t.Fatal("an unanswered append succeeded")
 	}
@@ -742,22 +742,29 @@ func TestARestoreMeetingAnotherLoggedBatchsClaimRestoresThatBatch(t *testing.T) 
 }
 
 // A batch whose partition this node does not own (a paused node's queued
-// request, once its lease has gone) sends nothing to the log, and one
-// fenced off by the new owner is not stored: either releases its claims at
-// once, and the owner's batch takes the keys without waiting out a window.
+// request, once its lease has gone) sends nothing to the log; one fenced
+// off by the new owner, or whose append went unanswered and was settled as
+// not stored, is not stored. Each releases its claims at once, and the
+// owner's batch takes the keys without waiting out a window.
 func TestABatchOfAPartitionNotOwnedHereReleasesItsClaims(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		disown  bool // the deposed owner has given the partition up
+		lose    bool // its append goes unanswered, and is not stored
 		wantErr error
 	}{
-		{"given up", true, ErrNotOwner},
-		{"fenced off by the new owner", false, ErrFenced},
+		{"given up", true, false, ErrNotOwner},
+		{"fenced off by the new owner", false, false, ErrFenced},
+		{"unanswered, not stored", false, true, ErrNotStored},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			js := startJetStream(t)
+			lost := &lostJS{JetStream: startJetStream(t)}
 			var c clock
-			deposed, owner := clockedStore(t, js, &c, 1), clockedStore(t, js, &c, 2)
+			deposed := clockedStore(t, lost, &c, 1)
+			var owner *Store
+			if !tc.lose {
+				owner = clockedStore(t, lost, &c, 2)
+			}
 			batch := func(run string) persist.Batch {
 				return persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
 					{Key: []byte("runext/default/order-1"), Value: []byte(run), Unique: true},
@@ -766,8 +773,14 @@ func TestABatchOfAPartitionNotOwnedHereReleasesItsClaims(t *testing.T) {
 			if tc.disown {
 				deposed.agents.Disown(partitionOf("agt_a"))
 			}
+			if tc.lose {
+				lost.lose(dropped)
+			}
 			if err := deposed.Append(batch("run_1")); !errors.Is(err, tc.wantErr) {
-				t.Fatalf("the deposed owner's append: %v, want %v", err, tc.wantErr)
+				t.Fatalf("the first append: %v, want %v", err, tc.wantErr)
+			}
+			if tc.lose {
+				owner = deposed // its node goes on serving the agent
 			}
 			if err := owner.Append(batch("run_2")); err != nil {
 				t.Fatalf("the owner's batch claiming the same keys: %v", err)
@@ -1181,5 +1194,21 @@ func TestAClaimRefusedForAWriteInFlightIsSentAgain(t *testing.T) {
 	d.Release(c)
 	if _, err := d.Claim(persist.KV{Key: other.Key, Value: []byte("run_3"), Unique: true}, Claimer{Agent: "agt_b", First: 1}); err != nil {
 		t.Fatalf("a claim of a key released after 3 refusals: %v", err)
+	}
+}
+
+// A batch whose append went unanswered but was stored, settled at once,
+// succeeds: its claims are confirmed, and its keys read as any other's.
+func TestAnUnansweredBatchFoundStoredHasItsKeys(t *testing.T) {
+	lost := &lostJS{JetStream: startJetStream(t)}
+	var c clock
+	s := clockedStore(t, lost, &c, 1)
+	lost.lose(stored)
+	if err := s.Append(persist.Batch{Agent: "agt_a", First: 1, Events: [][]byte{[]byte("e1")}, Index: []persist.KV{
+		{Key: []byte("runext/default/order-1"), Value: []byte("run_1"), Unique: true}}}); err != nil {
+		t.Fatalf("an append unanswered but stored: %v", err)
+	}
+	if v, err := s.Get([]byte("runext/default/order-1")); err != nil || string(v) != "run_1" {
+		t.Fatalf("the external id: %q, %v; want run_1", v, err)
 	}
 }

@@ -440,9 +440,9 @@ func TestALoadAfterAnUnansweredAppendSeesAllTheLogWillHold(t *testing.T) {
 	lost := &lostJS{JetStream: startJetStream(t)}
 	a := node(t, lost, 1)
 	appendEvents(t, a, "agt_a", 1, 1)
-	lost.lose(late)
-	if err := a.Append(batch("agt_a", 2, "unanswered")); err == nil {
-		t.Fatal("the unanswered append succeeded")
+	lost.lose(late, dropped) // the append, then the fence that would settle it
+	if err := a.Append(batch("agt_a", 2, "unanswered")); err == nil || errors.Is(err, ErrNotStored) {
+		t.Fatalf("the unanswered append: %v, want its outcome unknown", err)
 	}
 	r, err := a.Load("agt_a")
 	if err != nil || r.LastSeq != 1 {
@@ -459,5 +459,50 @@ func TestALoadAfterAnUnansweredAppendSeesAllTheLogWillHold(t *testing.T) {
 	r, err = a.Load("agt_a")
 	if err != nil || r.LastSeq != 2 || len(r.Tail) != 2 || string(r.Tail[1]) != "after the load" {
 		t.Fatalf("the load: last event %d, tail %q, %v; want the batch made after the first load", r.LastSeq, r.Tail, err)
+	}
+}
+
+// An append that went unanswered is settled at once where it can be: the
+// Log's place taken, the agent's last batch tells whether it is stored. An
+// unknown outcome failed the agent's actor, and kept the keys its batch
+// claimed for their window.
+func TestAnUnansweredAppendIsSettledAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fates   []fate // of the append, then of the fence that settles it
+		want    error  // nil: stored
+		stored  bool
+		unknown bool // the outcome stays unknown
+	}{
+		{"stored", []fate{stored}, nil, true, false},
+		{"dropped", []fate{dropped}, ErrNotStored, false, false},
+		{"late", []fate{late}, ErrNotStored, false, false},
+		{"the settling unanswered too", []fate{dropped, dropped}, nil, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lost := &lostJS{JetStream: startJetStream(t)}
+			a := node(t, lost, 1)
+			appendEvents(t, a, "agt_a", 1, 1)
+			lost.lose(tc.fates...)
+			err := a.Append(batch("agt_a", 2, "unanswered"))
+			switch {
+			case tc.unknown:
+				if err == nil || errors.Is(err, ErrNotStored) {
+					t.Fatalf("append: %v, want its outcome unknown", err)
+				}
+			case !errors.Is(err, tc.want):
+				t.Fatalf("append: %v, want %v", err, tc.want)
+			}
+			for _, err := range lost.release() {
+				if err == nil {
+					t.Fatal("the late append was stored after it was settled")
+				}
+			}
+			r, err := a.Load("agt_a")
+			if want := map[bool]uint64{true: 2, false: 1}[tc.stored]; err != nil || r.LastSeq != want {
+				t.Fatalf("load: last event %d, %v; want %d", r.LastSeq, err, want)
+			}
+			appendEvents(t, a, "agt_a", r.LastSeq+1, 1)
+		})
 	}
 }

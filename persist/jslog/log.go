@@ -190,10 +190,12 @@ func (l *Log) Append(ctx context.Context, b persist.Batch) (uint64, error) {
 	if len(b.Events) == 0 {
 		return 0, fmt.Errorf("%w: batch for agent %q without events", persist.ErrInvalid, b.Agent)
 	}
-	// The message id tells this batch apart from any other write, should
-	// its ack be lost and the caller retry it.
-	return l.publish(ctx, l.prefix+b.Agent, b.Agent+":"+strconv.FormatUint(b.First, 10), encodeBatch(b))
+	return l.publish(ctx, l.prefix+b.Agent, batchID(b), encodeBatch(b))
 }
+
+// batchID is b's message id: it tells b apart from any other write, should
+// its ack be lost and the caller retry it.
+func batchID(b persist.Batch) string { return b.Agent + ":" + strconv.FormatUint(b.First, 10) }
 
 // Stored is a batch as the stream holds it: with its stream sequence.
 type Stored struct {

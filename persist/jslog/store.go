@@ -45,7 +45,9 @@ func (s *Store) open(fn func() error) error {
 // after the log append leaves the index to Load; one before it leaves
 // claims never confirmed, which their window frees. A batch whose
 // partition is not owned here sends nothing to the log, and one fenced off
-// by a newer owner is not stored: either releases its claims at once.
+// by a newer owner, or settled as not stored after its append went
+// unanswered (Agents.Append), is not stored: each releases its claims at
+// once.
 func (s *Store) Append(b persist.Batch) error {
 	return s.open(func() error {
 		if err := validBatch(b); err != nil {
@@ -57,7 +59,7 @@ func (s *Store) Append(b persist.Batch) error {
 		}
 		if len(b.Events) > 0 {
 			if err := s.agents.Append(b); err != nil {
-				if errors.Is(err, ErrNotOwner) || errors.Is(err, ErrFenced) {
+				if errors.Is(err, ErrNotOwner) || errors.Is(err, ErrFenced) || errors.Is(err, ErrNotStored) {
 					// Nothing was stored: left to their window, the
 					// claims kept the keys from the batch's retry on the
 					// new owner (a paused node's queued requests), and
