@@ -110,8 +110,9 @@ type DirectoryConfig struct {
 	Timeout  time.Duration // bounds each write and each wait for the mirror (10s)
 	// ClaimWindow is how long a claim holds its key unconfirmed before
 	// another claim may take it over (the longer of a minute and six
-	// Timeouts: a claimer's whole write, its claims, log append, index
-	// and confirmations, each bounded by Timeout, fits well inside).
+	// Timeouts: a claimer's whole write, its claims, log append and its
+	// settling, index and confirmations, each bounded by Timeout, fits
+	// inside).
 	ClaimWindow time.Duration
 	Now         func() time.Time // the claims' clock (time.Now)
 }
