@@ -34,7 +34,11 @@ func startClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 	t.Helper()
 	for try := 1; ; try++ {
 		nodes := launchClusterNodes(t, bin, n)
-		err := clusterHealthy(nodes, 60*time.Second)
+		ps := make([]*plaudit, len(nodes))
+		for i, nd := range nodes {
+			ps[i] = nd.plaudit
+		}
+		err := healthy(60*time.Second, ps...)
 		if err == nil {
 			return nodes
 		}
@@ -75,31 +79,6 @@ func launchClusterNodes(t *testing.T, bin string, n int) []*clusterNode {
 		nodes[i].plaudit = launch(t, bin, nodes[i].data, nodes[i].name, nodes[i].flags...)
 	}
 	return nodes
-}
-
-// clusterHealthy waits until every node answers /healthz, and fails as
-// soon as one exits (the others cannot then form the cluster).
-func clusterHealthy(nodes []*clusterNode, within time.Duration) error {
-	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
-		healthy := 0
-		for _, nd := range nodes {
-			select {
-			case err := <-nd.waitCh:
-				nd.killed = true
-				return fmt.Errorf("%s exited before it was healthy: %v\n%s", nd.name, err, nd.output())
-			default:
-			}
-			if nd.answersHealthz() {
-				healthy++
-			}
-		}
-		if healthy == len(nodes) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d nodes healthy after %v", healthy, len(nodes), within)
-		}
-	}
 }
 
 // createRetrying posts body to url until it is answered 201 and returns
@@ -185,23 +164,38 @@ func lastLines(s string, n int) string {
 
 func (p *plaudit) waitHealthy(t *testing.T, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		select {
-		case err := <-p.waitCh:
-			p.killed = true
-			t.Fatalf("node exited before it was healthy: %v\n%s", err, p.output())
-		default:
-		}
-		if p.answersHealthz() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node not healthy after %v\n%s", within, p.output())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := healthy(within, p); err != nil {
+		t.Fatal(err)
 	}
 }
+
+// healthy waits until every one of ps answers /healthz, and fails as soon
+// as one exits (the others of a cluster cannot then form it).
+func healthy(within time.Duration, ps ...*plaudit) error {
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		var unhealthy []*plaudit
+		for _, p := range ps {
+			select {
+			case err := <-p.waitCh:
+				p.killed = true
+				return fmt.Errorf("%s exited before it was healthy: %v\n%s", p.logName(), err, p.output())
+			default:
+			}
+			if !p.answersHealthz() {
+				unhealthy = append(unhealthy, p)
+			}
+		}
+		if len(unhealthy) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not healthy after %v\n%s", unhealthy[0].logName(), within, unhealthy[0].output())
+		}
+	}
+}
+
+// logName is the name the process was launched under, its log file's.
+func (p *plaudit) logName() string { return strings.TrimSuffix(filepath.Base(p.log), ".log") }
 
 // answersHealthz reports whether the process answers /healthz 200 within
 // a second (a node still joining its cluster may take the connection and
