@@ -274,7 +274,7 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 			return
 		}
 	}
-	events, verdict := q.do(x.agent, x.reg.cfg.Now(), x.rnd)
+	events, verdict := q.op.run(x.agent, x.reg.cfg.Now(), x.rnd)
 	var kvs []persist.KV
 	if len(events) > 0 {
 		kvs = x.enqueue(events, nil)

@@ -20,14 +20,11 @@ import (
 var ErrUnknownOutcome = fmt.Errorf("the write was taken but its outcome is not known yet: %w", ErrUnavailable)
 
 // request is one message to an agent actor. The typed wrappers (Read,
-// Write) capture their result in do's closure; the actor reports only
-// whether the request completed, through done, so nothing crosses the
-// boundary as an untyped value.
+// Write) keep their result in the operation they run, which holds the
+// request; the actor reports only whether the request completed, through
+// done, so nothing crosses the boundary as an untyped value.
 type request struct {
-	// do runs on the actor's goroutine against its agent and returns the
-	// events to persist (none for a read) and the engine's verdict (the
-	// typed wrappers also keep it for their caller).
-	do   func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error)
+	op   operation
 	read bool // a read: the agent must exist, nothing is written
 	// early answers a write as soon as it is decided, before its events
 	// are durable: the selection fast path (see agentActor.answerEarly).
@@ -55,18 +52,27 @@ type request struct {
 	taken   time.Time // when a read in steps started
 }
 
+// operation is what a request does. Its run is called on the actor's
+// goroutine against its agent and returns the events to persist (none for
+// a read) and the engine's verdict (the typed wrappers also keep it for
+// their caller). The typed wrappers are operations holding their request,
+// so a request, its operation and its answer are one allocation.
+type operation interface {
+	run(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error)
+}
+
 const (
 	reqPending int32 = iota
 	reqTaken
 	reqAbandoned
 )
 
-func newRequest(read, hold bool, by time.Time) *request {
-	q := &request{read: read, hold: hold, by: by, done: make(chan error, 1)}
+// init readies q to be sent, to run op.
+func (q *request) init(op operation, read, hold bool, by time.Time) {
+	q.op, q.read, q.hold, q.by, q.done = op, read, hold, by, make(chan error, 1)
 	if hold {
 		q.decided = make(chan struct{})
 	}
-	return q
 }
 
 // take claims the request for the actor; false means the caller gave up.
@@ -191,24 +197,30 @@ func (q *request) waitDone(timeout time.Duration) error {
 // by is the request's deadline (zero: none): past it, a request the actor
 // has not reached is dropped unexecuted with ErrExpired.
 func Read[R any](r *Registry, agentID string, by time.Time, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
-	var (
-		res     R
-		verdict error
-	)
-	q := newRequest(true, false, by)
-	q.do = func(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
-		res, verdict = fn(a, now)
-		return nil, nil
-	}
-	if err := r.send(agentID, q); err != nil {
+	rd := &reading[R]{fn: fn}
+	rd.q.init(rd, true, false, by)
+	if err := r.send(agentID, &rd.q); err != nil {
 		var zero R
 		return zero, err
 	}
-	if err := q.waitDone(r.cfg.RequestTimeout); err != nil {
+	if err := rd.q.waitDone(r.cfg.RequestTimeout); err != nil {
 		var zero R
 		return zero, err
 	}
-	return res, verdict
+	return rd.res, rd.verdict
+}
+
+// reading is Read's operation.
+type reading[R any] struct {
+	q       request
+	fn      func(a *engine.Agent, now time.Time) (R, error)
+	res     R
+	verdict error
+}
+
+func (rd *reading[R]) run(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
+	rd.res, rd.verdict = rd.fn(a, now)
+	return nil, nil
 }
 
 // Stepper is a read too long for one turn of the actor, done in steps.
@@ -231,27 +243,33 @@ type Stepper interface {
 // A read that takes longer than the registry's RequestTimeout is stopped
 // and fails with ErrUnavailable.
 func ReadSteps[S Stepper](r *Registry, agentID string, by time.Time, start func(a *engine.Agent, now time.Time) (S, error)) (S, error) {
-	var (
-		res     S
-		verdict error
-	)
-	q := newRequest(true, false, by)
-	q.do = func(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
-		res, verdict = start(a, now)
-		if verdict == nil {
-			q.stepper = res
-		}
-		return nil, nil
-	}
-	if err := r.send(agentID, q); err != nil {
+	rd := &readingSteps[S]{start: start}
+	rd.q.init(rd, true, false, by)
+	if err := r.send(agentID, &rd.q); err != nil {
 		var zero S
 		return zero, err
 	}
-	if err := q.waitDone(r.cfg.RequestTimeout); err != nil {
+	if err := rd.q.waitDone(r.cfg.RequestTimeout); err != nil {
 		var zero S
 		return zero, err
 	}
-	return res, verdict
+	return rd.res, rd.verdict
+}
+
+// readingSteps is ReadSteps' operation: its run is the read's start.
+type readingSteps[S Stepper] struct {
+	q       request
+	start   func(a *engine.Agent, now time.Time) (S, error)
+	res     S
+	verdict error
+}
+
+func (rd *readingSteps[S]) run(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
+	rd.res, rd.verdict = rd.start(a, now)
+	if rd.verdict == nil {
+		rd.q.stepper = rd.res
+	}
+	return nil, nil
 }
 
 // Command carries out one engine command against the agent, as the engine's
@@ -287,14 +305,11 @@ func Write[R any](r *Registry, agentID string, by time.Time, hold bool, cmd Comm
 }
 
 func write[R any](r *Registry, agentID string, by time.Time, hold, early bool, cmd Command[R], release func()) (*Outcome[R], error) {
-	out := &Outcome[R]{r: r, release: release}
-	q := newRequest(false, hold, by)
+	w := &writing[R]{cmd: cmd}
+	out, q := &w.out, &w.q
+	out.r, out.release = r, release
+	q.init(w, false, hold, by)
 	q.early = early
-	q.do = func(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error) {
-		var evs []engine.Event
-		out.Result, evs, out.Err = cmd(a, now, rnd)
-		return evs, out.Err
-	}
 	if err := r.send(agentID, q); err != nil {
 		out.settle()
 		return nil, err
@@ -333,6 +348,19 @@ func (o *Outcome[R]) Commit(records ...persist.KV) error {
 		o.settle()
 	}
 	return err
+}
+
+// writing is Write's operation, with the Outcome it decides.
+type writing[R any] struct {
+	q   request
+	out Outcome[R]
+	cmd Command[R]
+}
+
+func (w *writing[R]) run(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error) {
+	var evs []engine.Event
+	w.out.Result, evs, w.out.Err = w.cmd(a, now, rnd)
+	return evs, w.out.Err
 }
 
 func (o *Outcome[R]) settle() {

@@ -11,17 +11,29 @@ import (
 
 const hex = "0123456789abcdef"
 
+// plain holds the bytes String copies as they are: ASCII but for control
+// characters, the quote, the backslash and HTML's <, > and &. (A table:
+// one load a byte, where six comparisons were 2 % of a selection's CPU.)
+var plain = plainBytes()
+
+func plainBytes() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}
+
 // String appends s as a JSON string. Invalid UTF-8 becomes U+FFFD.
 func String(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -1,6 +1,7 @@
 package jsonw
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -24,6 +25,31 @@ func TestStringRoundTrips(t *testing.T) {
 		if got != want {
 			t.Errorf("String(%q) decoded to %q", s, got)
 		}
+	}
+}
+
+// TestStringEscapesAsEncodingJSON: every byte alone, and inside text, is
+// written as encoding/json writes it (HTML-safe, invalid UTF-8 as U+FFFD),
+// but for backspace and form feed, written \u0008 and \u000c here.
+func TestStringEscapesAsEncodingJSON(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string([]byte{byte(c)}), "id_" + string([]byte{byte(c)}) + "x"} {
+			want, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = bytes.ReplaceAll(bytes.ReplaceAll(want, []byte(`\b`), []byte(`\u0008`)), []byte(`\f`), []byte(`\u000c`))
+			if got := String(nil, s); string(got) != string(want) {
+				t.Errorf("String(%q) = %s, encoding/json %s", s, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	dst := make([]byte, 0, 64)
+	for b.Loop() {
+		dst = String(dst[:0], "run_01JEXAMPLE7Q8R9S0T1V2W3X4Y")
 	}
 }
 

@@ -115,8 +115,8 @@ type Request struct {
 	Workspace string
 	Target    Target
 	Body      []byte // owned by the service once handed over
-	// Query returns a query argument ("" when absent); nil means none.
-	Query func(name string) string
+	// Query holds the query arguments; nil means none.
+	Query Arguments
 	// IdempotencyKey is the Idempotency-Key header; nil when absent.
 	IdempotencyKey []byte
 	// Prefer is the Prefer header ("" when absent): "wait=N" holds a
@@ -142,8 +142,26 @@ func (r *Request) arg(name string) string {
 	if r.Query == nil {
 		return ""
 	}
-	return r.Query(name)
+	return r.Query.Arg(name)
 }
+
+// Arguments are a request's query arguments, as its door reads them.
+type Arguments interface {
+	// Arg returns the argument name ("" when absent).
+	Arg(name string) string
+}
+
+// ArgsFunc is a func as Arguments.
+type ArgsFunc func(name string) string
+
+// Arg implements Arguments.
+func (f ArgsFunc) Arg(name string) string { return f(name) }
+
+// ArgsMap is a map of arguments as Arguments.
+type ArgsMap map[string]string
+
+// Arg implements Arguments.
+func (m ArgsMap) Arg(name string) string { return m[name] }
 
 // scope is what an Idempotency-Key is scoped to besides its workspace: the
 // operation and its target (and the error shape, so a door never replays

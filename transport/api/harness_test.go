@@ -354,7 +354,7 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 	if routeErr != nil {
 		return refuse(routeErr)
 	}
-	req.Query = func(name string) string { return query.Get(name) }
+	req.Query = api.ArgsFunc(query.Get)
 	return p, nil
 }
 

@@ -40,7 +40,7 @@ func TestQueryArgsNameEveryArgumentAHandlerReads(t *testing.T) {
 
 func TestArgsCarriesTheArgumentsThatAreSet(t *testing.T) {
 	q := map[string]string{"limit": "5", "labels": "a:b", "unknown": "x"}
-	r := &Request{Query: func(name string) string { return q[name] }}
+	r := &Request{Query: ArgsMap(q)}
 	got := r.Args()
 	if len(got) != 2 || got["limit"] != "5" || got["labels"] != "a:b" {
 		t.Fatalf("Args() = %v, want limit and labels only", got)

@@ -143,7 +143,7 @@ func (c *Console) ask(s *session, op api.Op, target api.Target, query map[string
 	req := &api.Request{Op: op, Principal: s.principal, Target: target, RequestID: c.svc.RequestID(),
 		Started: c.svc.Stamp(), Door: api.DoorConsole, Arrived: time.Now()}
 	if len(query) > 0 {
-		req.Query = func(name string) string { return query[name] }
+		req.Query = api.ArgsMap(query)
 	}
 	return c.answer(op, c.svc.Handle(req), out)
 }

@@ -197,7 +197,7 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 		return err
 	}
 	req.Principal = p
-	method := string(ctx.Method())
+	method := methodName(ctx.Method())
 	if method == fasthttp.MethodPost || method == fasthttp.MethodPut {
 		if req.Body, err = d.readBody(ctx); err != nil {
 			return err
@@ -211,9 +211,31 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 	if err := Route(req, method, path); err != nil {
 		return err
 	}
-	args := ctx.QueryArgs()
-	req.Query = func(name string) string { return string(args.Peek(name)) }
+	req.Query = (*queryArgs)(ctx.QueryArgs())
 	return nil
+}
+
+// queryArgs are the query string's arguments as api.Arguments, valid while
+// the handler runs (fasthttp reuses them after).
+type queryArgs fasthttp.Args
+
+func (a *queryArgs) Arg(name string) string { return string((*fasthttp.Args)(a).Peek(name)) }
+
+// methodName is m as a string, the routes' methods without a copy.
+func methodName(m []byte) string {
+	switch string(m) {
+	case fasthttp.MethodGet:
+		return fasthttp.MethodGet
+	case fasthttp.MethodPost:
+		return fasthttp.MethodPost
+	case fasthttp.MethodPut:
+		return fasthttp.MethodPut
+	case fasthttp.MethodPatch:
+		return fasthttp.MethodPatch
+	case fasthttp.MethodDelete:
+		return fasthttp.MethodDelete
+	}
+	return string(m)
 }
 
 func isJSON(ct []byte) bool {

@@ -234,12 +234,12 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 			req.Target.Run = ref
 		}
 	}
-	req.Query = func(name string) string { // on the request's one goroutine
+	req.Query = api.ArgsFunc(func(name string) string { // on the request's one goroutine
 		if args == nil {
 			args, _ = api.BodyArgs(body) // nil on a fault, which the service reports
 		}
 		return args[name]
-	}
+	})
 	if key := hdr.Get("Idempotency-Key"); key != "" {
 		req.IdempotencyKey = []byte(key)
 	}

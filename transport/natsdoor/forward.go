@@ -189,8 +189,7 @@ func ServeForwarded(nc *nats.Conn, node string, svc *api.Service, logger *slog.L
 			Arrived: fw.Arrived, RequestID: fw.RequestID, Errors: fw.Errors, Forwarded: true,
 			Principal: tenancy.Principal{KeyID: fw.KeyID, ProfileID: fw.ProfileID, Name: fw.KeyName,
 				Home: fw.Home, Admin: fw.Admin}}
-		args := fw.Args
-		req.Query = func(name string) string { return args[name] }
+		req.Query = api.ArgsMap(fw.Args)
 		select {
 		case slots <- struct{}{}:
 		default:
