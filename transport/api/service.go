@@ -193,9 +193,11 @@ func (s *Service) Tenancy() *tenancy.Tenancy { return s.tenancy }
 // SweepIdempotency deletes the expired Idempotency-Key records now.
 func (s *Service) SweepIdempotency() error { return s.idem.Sweep() }
 
-// RequestID returns a new request id.
+// RequestID returns a new request id, in one allocation.
 func (s *Service) RequestID() string {
-	return s.reqPrefix + "_" + strconv.FormatUint(s.reqSeq.Add(1), 36)
+	var b [32]byte
+	id := append(append(b[:0], s.reqPrefix...), '_')
+	return string(strconv.AppendUint(id, s.reqSeq.Add(1), 36))
 }
 
 // Stamp returns a start-order stamp: Unix nanoseconds, strictly
