@@ -197,7 +197,11 @@ func (q *request) waitDone(timeout time.Duration) error {
 // by is the request's deadline (zero: none): past it, a request the actor
 // has not reached is dropped unexecuted with ErrExpired.
 func Read[R any](r *Registry, agentID string, by time.Time, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
-	rd := &reading[R]{fn: fn}
+	return read(r, agentID, by, false, fn)
+}
+
+func read[R any](r *Registry, agentID string, by time.Time, steps bool, fn func(a *engine.Agent, now time.Time) (R, error)) (R, error) {
+	rd := &reading[R]{fn: fn, steps: steps}
 	rd.q.init(rd, true, false, by)
 	if err := r.send(agentID, &rd.q); err != nil {
 		var zero R
@@ -210,16 +214,21 @@ func Read[R any](r *Registry, agentID string, by time.Time, fn func(a *engine.Ag
 	return rd.res, rd.verdict
 }
 
-// reading is Read's operation.
+// reading is the operation of Read, and of ReadSteps (steps), whose fn
+// starts the read and returns its Stepper.
 type reading[R any] struct {
 	q       request
 	fn      func(a *engine.Agent, now time.Time) (R, error)
+	steps   bool
 	res     R
 	verdict error
 }
 
 func (rd *reading[R]) run(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
 	rd.res, rd.verdict = rd.fn(a, now)
+	if rd.steps && rd.verdict == nil {
+		rd.q.stepper = any(rd.res).(Stepper) // R is ReadSteps' S
+	}
 	return nil, nil
 }
 
@@ -243,33 +252,7 @@ type Stepper interface {
 // A read that takes longer than the registry's RequestTimeout is stopped
 // and fails with ErrUnavailable.
 func ReadSteps[S Stepper](r *Registry, agentID string, by time.Time, start func(a *engine.Agent, now time.Time) (S, error)) (S, error) {
-	rd := &readingSteps[S]{start: start}
-	rd.q.init(rd, true, false, by)
-	if err := r.send(agentID, &rd.q); err != nil {
-		var zero S
-		return zero, err
-	}
-	if err := rd.q.waitDone(r.cfg.RequestTimeout); err != nil {
-		var zero S
-		return zero, err
-	}
-	return rd.res, rd.verdict
-}
-
-// readingSteps is ReadSteps' operation: its run is the read's start.
-type readingSteps[S Stepper] struct {
-	q       request
-	start   func(a *engine.Agent, now time.Time) (S, error)
-	res     S
-	verdict error
-}
-
-func (rd *readingSteps[S]) run(a *engine.Agent, now time.Time, _ *rand.Rand) ([]engine.Event, error) {
-	rd.res, rd.verdict = rd.start(a, now)
-	if rd.verdict == nil {
-		rd.q.stepper = rd.res
-	}
-	return nil, nil
+	return read(r, agentID, by, true, start)
 }
 
 // Command carries out one engine command against the agent, as the engine's
