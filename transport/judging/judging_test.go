@@ -2,6 +2,7 @@ package judging
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -70,5 +71,39 @@ func TestConcurrentPutsNumberVersionsOnce(t *testing.T) {
 	// A task whose id extends another's is another task.
 	if vs, _ := j.TaskVersions("default", "a"); len(vs) != 0 {
 		t.Fatalf("task a lists %d versions of a/b", len(vs))
+	}
+}
+
+// TestANewRewardWritesAnOpenMarkerOnlyIfOpen: a reward made open gets its
+// marker; one made closed writes nothing under the marker's key, not even
+// a delete (there is nothing to delete: its id is new). Both get their
+// record and their task's index entry.
+func TestANewRewardWritesAnOpenMarkerOnlyIfOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Reward
+		open bool
+	}{
+		{"pending", Reward{ID: "rw_1", Workspace: "ws_1", Status: StatusPending}, true},
+		{"scored, signals pending", Reward{ID: "rw_2", Workspace: "ws_1", Status: StatusScored, SignalsPending: true}, true},
+		{"scored", Reward{ID: "rw_3", Workspace: "ws_1", Status: StatusScored}, false},
+		{"failed", Reward{ID: "rw_4", Workspace: "ws_1", Status: StatusFailed}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			written := map[string][]byte{}
+			for _, kv := range tc.r.newRecords() {
+				written[string(kv.Key)] = kv.Value
+			}
+			want := map[string][]byte{
+				string(rewardKey(tc.r.Workspace, tc.r.ID)): tc.r.encode(),
+				string(tc.r.taskRewardEntry().Key):         tc.r.taskRewardEntry().Value,
+			}
+			if tc.open {
+				want[string(openKey(tc.r.Workspace, tc.r.ID))] = []byte{}
+			}
+			if !reflect.DeepEqual(written, want) {
+				t.Errorf("a new reward writes %q, want %q", written, want)
+			}
+		})
 	}
 }

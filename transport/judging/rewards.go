@@ -180,7 +180,7 @@ func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
 	if r.EpisodeID != "" {
 		kvs = append(kvs, persist.KV{Key: episodeKey(ws, r.EpisodeID, r.ID), Value: []byte{}})
 	}
-	kvs = append(kvs, r.records()...)
+	kvs = append(kvs, r.newRecords()...)
 	if err := j.store.Put(kvs...); err != nil {
 		return Reward{}, false, fmt.Errorf("put reward: %w", err)
 	}
@@ -208,6 +208,17 @@ func (r Reward) records() []persist.KV {
 		marker.Value = []byte{}
 	}
 	return []persist.KV{{Key: rewardKey(r.Workspace, r.ID), Value: r.encode()}, marker, r.taskRewardEntry()}
+}
+
+// newRecords are the records of a reward just made: a closed one has no
+// open marker to delete (a delete would still be a tombstone to write,
+// and to carry down through every compaction).
+func (r Reward) newRecords() []persist.KV {
+	kvs := r.records()
+	if !r.open() {
+		kvs = slices.Delete(kvs, 1, 2) // the marker
+	}
+	return kvs
 }
 
 // Reward returns a reward of ws (engine.ErrNotFound if none).
