@@ -463,7 +463,9 @@ func (r Reward) AppendJSON(b []byte) []byte {
 // encode is the stored record: the rendered fields plus what resuming
 // needs (answer, outcomes, the episode's agent, signals_pending).
 func (r Reward) encode() []byte {
-	b := r.AppendJSON(nil)
+	// Room for the usual record: grown from nothing, it was copied six
+	// times on its way.
+	b := r.AppendJSON(make([]byte, 0, 1024+len(r.Answer)+128*len(r.Outcomes)))
 	b = b[:len(b)-1]
 	b = jsonw.Key(b, "answer")
 	b = jsonw.String(b, r.Answer)
