@@ -56,7 +56,8 @@ type request struct {
 // goroutine against its agent and returns the events to persist (none for
 // a read) and the engine's verdict (the typed wrappers also keep it for
 // their caller). The typed wrappers are operations holding their request,
-// so a request, its operation and its answer are one allocation.
+// so a request, its operation and its answer are one allocation (its
+// channels aside).
 type operation interface {
 	run(a *engine.Agent, now time.Time, rnd *rand.Rand) ([]engine.Event, error)
 }
