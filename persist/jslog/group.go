@@ -178,7 +178,7 @@ func (l *Log) writeGroup(ctx context.Context, after uint64, unsure []sent, group
 		}
 		// What follows after is this very group, stored by an attempt
 		// whose ack was lost, an unsure group, or another writer's.
-		found, err2 := l.storedAfter(ctx, after, append(slices.Clip(unsure), mine))
+		found, next, err2 := l.storedAfter(ctx, after, append(slices.Clip(unsure), mine))
 		switch {
 		case err2 != nil:
 			return after, fmt.Errorf("jslog: partition %d: %w (what follows %d unread: %w)", l.p, err, after, err2)
@@ -190,18 +190,19 @@ func (l *Log) writeGroup(ctx context.Context, after uint64, unsure []sent, group
 			after, unsure = after+uint64(found.n), nil
 			continue
 		case jserr.WrongLastSequence(err):
-			return after, fmt.Errorf("%w: partition %d: another writer wrote after %d", ErrFenced, l.p, after)
+			return after, fmt.Errorf("%w: partition %d: another writer wrote after %d (%s, message id %q)",
+				ErrFenced, l.p, after, next.subject, next.id)
 		}
 		return after, fmt.Errorf("jslog: partition %d: %w", l.p, err)
 	}
 }
 
 // storedAfter returns the one of groups the stream holds right after
-// stream sequence after (zero if none).
-func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sent, error) {
+// stream sequence after (zero if none), and the message it found there.
+func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sent, msgRef, error) {
 	first, err := l.at(ctx, after+1)
 	if err != nil {
-		return sent{}, err
+		return sent{}, first, err
 	}
 	for _, g := range groups {
 		if g.first != first {
@@ -209,13 +210,13 @@ func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sen
 		}
 		last, err := l.at(ctx, after+uint64(g.n))
 		if err != nil {
-			return sent{}, err
+			return sent{}, first, err
 		}
 		if g.last == last {
-			return g, nil
+			return g, first, nil
 		}
 	}
-	return sent{}, nil
+	return sent{}, first, nil
 }
 
 // send publishes group after stream sequence after: one write as a plain
