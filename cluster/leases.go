@@ -1017,8 +1017,26 @@ func (l *Leases) open(p int, epoch uint64, o *opening) {
 	}
 }
 
-// giveBackFailed gives back the leases whose Acquire failed for good, so
-// another node can take them at once.
+// GiveUp hands p over if this node holds it at epoch, as a lease whose
+// Acquire failed for good is: its owner can no longer write the partition
+// (its log was fenced under it). Another node takes it, or this one a
+// quarter of a round later, afresh.
+func (l *Leases) GiveUp(p int, epoch uint64) {
+	ls := l.owned[p].Load()
+	if ls == nil || ls.epoch != epoch {
+		return // lost or given back already
+	}
+	l.cfg.Logger.Warn("giving a partition up: its log cannot be written", "component", "cluster", "partition", p, "epoch", epoch)
+	l.takeFailed[p].Store(time.Now().UnixNano())
+	ls.open.failed.Store(true)
+	select {
+	case l.takesFailed <- struct{}{}:
+	default:
+	}
+}
+
+// giveBackFailed gives back the leases whose Acquire failed for good, or
+// that were given up, so another node can take them at once.
 func (l *Leases) giveBackFailed() {
 	for p := range l.owned {
 		if ls := l.owned[p].Load(); ls != nil && ls.open.failed.Load() {

@@ -228,10 +228,17 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 	if err != nil {
 		return err
 	}
+	// A partition whose log is fenced under it is given up (jslog.Config
+	// OnFenced); the leases are known only once started.
+	var leases atomic.Pointer[cluster.Leases]
 	c.leases, err = cluster.StartLeases(kv, cluster.LeaseConfig{Node: c.cfg.Node, Partitions: c.meta.Partitions,
 		TTL: c.meta.LeaseTTL(), Logger: s.cfg.Logger,
 		Acquire: func(p int, epoch uint64) error {
-			l, err := c.openLog(p, epoch)
+			l, err := c.openLog(p, epoch, func() {
+				if ls := leases.Load(); ls != nil {
+					ls.GiveUp(p, epoch)
+				}
+			})
 			if err != nil {
 				return err
 			}
@@ -242,6 +249,7 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 			reg.Evict(func(agentID string) bool { return c.partition(agentID) == p })
 			c.agents.Disown(p)
 		}})
+	leases.Store(c.leases)
 	return err
 }
 
@@ -250,10 +258,10 @@ func (c *clusterNode) startLeases(s *Server, reg *actors.Registry) error {
 // cluster.ErrTryAgain: the stream is likely electing a leader (its last
 // owner led it, and died), and a request sent before the election ends is
 // never answered, so each try is short and the lease is kept meanwhile.
-func (c *clusterNode) openLog(p int, epoch uint64) (*jslog.Log, error) {
+func (c *clusterNode) openLog(p int, epoch uint64, onFenced func()) (*jslog.Log, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), min(c.meta.LeaseTTL()/3, openTry))
 	defer cancel()
-	l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas})
+	l, err := jslog.Open(ctx, c.js, p, jslog.Config{Replicas: c.replicas, OnFenced: onFenced})
 	if err == nil {
 		err = l.Fence(ctx, epoch)
 	}

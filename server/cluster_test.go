@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -595,5 +596,61 @@ func TestTheClusterStatusAnswersWhileTheDirectoryHasNoLeader(t *testing.T) {
 			t.Fatalf("the directory still led after 60s: %v", st["directory"])
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestAPartitionFencedUnderItsOwnerIsTakenAfresh: a message its owner did
+// not write, found in a partition's log where the owner's next write was to
+// go, fences the owner's Log for good, though the owner still holds the
+// lease. The owner then gives the partition up, and it is taken again
+// with a fresh fence: the agent's writes are answered again, under a new
+// epoch, and none acknowledged before is lost.
+func TestAPartitionFencedUnderItsOwnerIsTakenAfresh(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c := newClient(t, nodes[0], adminKey)
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "fenced"}`), "id")
+	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"version": "1"}`), "id")
+	signal := func(i int) int {
+		return c.request("POST", "/api/v1/agents/"+agent+"/signals",
+			fmt.Sprintf(`{"kind": "load.test", "value": 1, "run_id": %q, "dedup_key": "s%d"}`, run, i), nil).status
+	}
+	c.must(201, "POST", "/api/v1/agents/"+agent+"/signals",
+		fmt.Sprintf(`{"kind": "load.test", "value": 1, "run_id": %q, "dedup_key": "s0"}`, run))
+	p := nodes[0].cluster.partition(agent)
+	owner := slices.IndexFunc(nodes, func(s *Server) bool { _, ok := s.cluster.leases.Owns(p); return ok })
+	if owner < 0 {
+		t.Fatalf("partition %d not owned after a write to it", p)
+	}
+	s := nodes[owner]
+	before, _ := s.cluster.leases.Owns(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.cluster.js.Publish(ctx, fmt.Sprintf("plaudit.log.%d._fence", p), binary.BigEndian.AppendUint64(nil, 1)); err != nil {
+		t.Fatal(err)
+	}
+	acked, refused := 1, 0
+	for i := 1; ; i++ {
+		switch status := signal(i); status {
+		case 201:
+			acked++
+		case 503:
+			refused++
+		default:
+			t.Fatalf("signal %d: status %d", i, status)
+		}
+		if refused > 0 && acked > 1 && slices.ContainsFunc(nodes, func(s *Server) bool {
+			after, ok := s.cluster.leases.Owns(p)
+			return ok && after != before
+		}) {
+			t.Logf("partition %d taken again after %d refused writes", p, refused)
+			break
+		}
+		if i > 300 {
+			t.Fatalf("the partition's writes are still refused after %d tries (%d refused, %d acknowledged)", i, refused, acked)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(list(t, c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", ""), "items")); n != acked {
+		t.Fatalf("%d signals read, %d acknowledged", n, acked)
 	}
 }

@@ -102,6 +102,9 @@ func (l *Log) publish(ctx context.Context, subject, id string, body []byte) (uin
 	case err == nil:
 		l.last, l.unsure = after+uint64(n), nil
 	case errors.Is(err, ErrFenced):
+		if l.fenced == nil && l.onFenced != nil {
+			go l.onFenced()
+		}
 		l.fenced = err
 	default:
 		// Unanswered, it may yet be stored right after l.last.

@@ -50,6 +50,13 @@ type Config struct {
 	// Duplicates is JetStream's deduplication window for message ids
 	// (zero: JetStream's default, 2m).
 	Duplicates time.Duration
+	// OnFenced, if set, is called once, on a goroutine of its own, when a
+	// write of the Log finds another writer's message where its own was
+	// to go: the Log is fenced for good, and its owner must give the
+	// partition up (a newer owner holds it, or the log holds a write this
+	// Log cannot tell for its own; either way only a fresh fence can write
+	// it again).
+	OnFenced func()
 }
 
 // StreamName is the stream of partition p.
@@ -70,6 +77,8 @@ type Log struct {
 	stream jetstream.Stream
 	p      int
 	prefix string
+
+	onFenced func()
 
 	mu      sync.Mutex
 	last    uint64 // the stream's last sequence: this Log's own last write
@@ -109,7 +118,7 @@ func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log,
 	if err != nil {
 		return nil, fmt.Errorf("jslog: partition %d stream: %w", p, err)
 	}
-	return &Log{js: js, stream: s, p: p, prefix: prefix}, nil
+	return &Log{js: js, stream: s, p: p, prefix: prefix, onFenced: cfg.OnFenced}, nil
 }
 
 // ensureStream opens the stream cfg names, creating it if it does not

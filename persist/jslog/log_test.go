@@ -140,6 +140,38 @@ func TestANewOwnersFenceFailsEveryLaterAppendOfTheOldOwner(t *testing.T) {
 	mustAppend(t, next, batch("agt_a", 2, "by the new owner"))
 }
 
+// TestAFencedLogTellsItsOwnerOnce: the first write that finds another
+// writer's message calls Config.OnFenced; the later ones, refused as well,
+// do not call it again.
+func TestAFencedLogTellsItsOwnerOnce(t *testing.T) {
+	js := startJetStream(t)
+	told := make(chan struct{}, 4)
+	old, err := Open(context.Background(), js, 0, Config{Replicas: 1, OnFenced: func() { told <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Fence(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, old, batch("agt_a", 1, "acked"))
+	openLog(t, js, 0, 2)
+	for i := range 3 {
+		if _, err := old.Append(context.Background(), batch("agt_a", 2, "late")); !errors.Is(err, ErrFenced) {
+			t.Fatalf("append %d after the new fence: %v, want ErrFenced", i, err)
+		}
+	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnFenced not called")
+	}
+	select {
+	case <-told:
+		t.Fatal("OnFenced called again")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
 func TestAnOwnerDeposedBeforeItFencedCannotFence(t *testing.T) {
 	js := startJetStream(t)
 	openLog(t, js, 0, 5)
