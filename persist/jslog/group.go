@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -192,12 +193,40 @@ func (l *Log) writeGroup(ctx context.Context, after uint64, unsure []sent, group
 			// place, never can be. This group goes after it.
 			after, unsure = after+uint64(found.n), nil
 			continue
+		case jserr.WrongLastSequence(err) && next == msgRef{}:
+			// Refused as not the last write, yet nothing is readable
+			// after its place: the stream's leader counts a write there
+			// that it has not stored yet (one of this Log's unanswered
+			// writes, or a newer owner's fence). Whose it is can be told
+			// once it is stored: the group is sent again shortly, and is
+			// either refused again or, if that write was dropped, stored.
+			if deposed, err2 := l.deposed(ctx); err2 == nil && deposed {
+				return after, fmt.Errorf("%w: partition %d: a newer owner's fence is in the log", ErrFenced, l.p)
+			}
+			select {
+			case <-ctx.Done():
+				return after, fmt.Errorf("jslog: partition %d: %w (nothing readable after %d)", l.p, err, after)
+			case <-time.After(unreadableWait):
+			}
+			continue
 		case jserr.WrongLastSequence(err):
 			return after, fmt.Errorf("%w: partition %d: another writer wrote after %d (%s, message id %q)",
 				ErrFenced, l.p, after, next.subject, next.id)
 		}
 		return after, fmt.Errorf("jslog: partition %d: %w", l.p, err)
 	}
+}
+
+// unreadableWait is how long a write refused before the write holding its
+// place is readable waits to be sent again: that write is being stored.
+const unreadableWait = 5 * time.Millisecond
+
+// deposed reports whether the log's last fence is of a newer owner.
+func (l *Log) deposed(ctx context.Context) (bool, error) {
+	last, err := l.lastFence(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return last > l.epoch, err
 }
 
 // storedAfter returns the one of groups the stream holds right after

@@ -510,3 +510,101 @@ func TestAnUnansweredAppendIsSettledAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// laggingJS is JetStream whose partition streams answer reads of hidden
+// sequences as if they held nothing there yet, as a stream's new leader
+// that has not applied a write it already counts does.
+type laggingJS struct {
+	jetstream.JetStream
+	mu     sync.Mutex
+	hidden map[uint64]bool
+}
+
+// hide makes reads of seqs find nothing, and only those.
+func (j *laggingJS) hide(seqs ...uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.hidden = map[uint64]bool{}
+	for _, s := range seqs {
+		j.hidden[s] = true
+	}
+}
+
+func (j *laggingJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	s, err := j.JetStream.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return laggingStream{s, j}, nil
+}
+
+func (j *laggingJS) CreateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := j.JetStream.CreateStream(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return laggingStream{s, j}, nil
+}
+
+type laggingStream struct {
+	jetstream.Stream
+	js *laggingJS
+}
+
+func (s laggingStream) GetMsg(ctx context.Context, seq uint64, opts ...jetstream.GetMsgOpt) (*jetstream.RawStreamMsg, error) {
+	s.js.mu.Lock()
+	hidden := s.js.hidden[seq]
+	s.js.mu.Unlock()
+	if hidden {
+		return nil, jetstream.ErrMsgNotFound
+	}
+	return s.Stream.GetMsg(ctx, seq, opts...)
+}
+
+// A write refused as not the last, with nothing readable yet where it was
+// to go (the stream's leader still storing a write of the Log's that went
+// unanswered), cannot tell whose write is there: it waits, up to its
+// deadline, and the Log goes on once the write can be read. Taken for
+// another writer's, it fenced the Log for good under a lease still held.
+// Only a newer owner's fence in the log fences it then.
+func TestAWriteBeforeItsPlaceIsReadableIsNotFencedButByANewerFence(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		newOwner bool
+	}{
+		{"the Log's own write", false},
+		{"a newer owner's fence after it", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lost := &lostJS{JetStream: startJetStream(t)}
+			lag := &laggingJS{JetStream: lost}
+			l := openLog(t, lag, 0, 1) // its fence at 1
+			mustAppend(t, l, batch("agt_a", 1, "answered"))
+			lost.lose(stored) // at 3, unanswered
+			if _, err := l.Append(context.Background(), batch("agt_a", 2, "unanswered")); err == nil || errors.Is(err, ErrFenced) {
+				t.Fatalf("the unanswered write: %v, want a timeout", err)
+			}
+			if tc.newOwner {
+				openLog(t, lost.JetStream, 0, 2)
+			}
+			lag.hide(3)
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := l.Append(ctx, batch("agt_b", 1, "refused"))
+			if tc.newOwner {
+				if !errors.Is(err, ErrFenced) {
+					t.Fatalf("a write after a newer owner's fence: %v, want ErrFenced", err)
+				}
+				return
+			}
+			if err == nil || errors.Is(err, ErrFenced) {
+				t.Fatalf("a write before its place is readable: %v, want an error that does not fence", err)
+			}
+			lag.hide()
+			mustAppend(t, l, batch("agt_b", 1, "after"))
+			if a, _ := tail(t, l, "agt_a", 0); len(a) != 2 {
+				t.Fatalf("agt_a has %d batches in the log, want 2", len(a))
+			}
+		})
+	}
+}
