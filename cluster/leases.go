@@ -998,12 +998,7 @@ func (l *Leases) open(p int, epoch uint64, o *opening) {
 		}
 		l.cfg.Logger.Warn("taking a partition", "component", "cluster", "partition", p, "err", err)
 		if !errors.Is(err, ErrTryAgain) {
-			l.takeFailed[p].Store(time.Now().UnixNano())
-			o.failed.Store(true)
-			select {
-			case l.takesFailed <- struct{}{}:
-			default:
-			}
+			l.failTake(p, o)
 			return
 		}
 		select {
@@ -1027,8 +1022,14 @@ func (l *Leases) GiveUp(p int, epoch uint64) {
 		return // lost or given back already
 	}
 	l.cfg.Logger.Warn("giving a partition up: its log cannot be written", "component", "cluster", "partition", p, "epoch", epoch)
+	l.failTake(p, ls.open)
+}
+
+// failTake marks p's take o as failed for good: run gives its lease back,
+// and this node takes p again no sooner than takeDue allows.
+func (l *Leases) failTake(p int, o *opening) {
 	l.takeFailed[p].Store(time.Now().UnixNano())
-	ls.open.failed.Store(true)
+	o.failed.Store(true)
 	select {
 	case l.takesFailed <- struct{}{}:
 	default:

@@ -200,23 +200,23 @@ func (r *Reward) fail(reason string, now time.Time) {
 	r.Scores, r.Flags = judge.Scores{}, nil
 }
 
-// records are the Put entries that store r: its record, its open marker
-// (deleted once it is closed) and its entry in its task's index.
+// records are the Put entries that store r: its record, its entry in its
+// task's index and its open marker (deleted once it is closed).
 func (r Reward) records() []persist.KV {
-	marker := persist.KV{Key: openKey(r.Workspace, r.ID)}
-	if r.open() {
-		marker.Value = []byte{}
+	kvs := r.newRecords()
+	if !r.open() {
+		kvs = append(kvs, persist.KV{Key: openKey(r.Workspace, r.ID)})
 	}
-	return []persist.KV{{Key: rewardKey(r.Workspace, r.ID), Value: r.encode()}, marker, r.taskRewardEntry()}
+	return kvs
 }
 
 // newRecords are the records of a reward just made: a closed one has no
 // open marker to delete (a delete would still be a tombstone to write,
 // and to carry down through every compaction).
 func (r Reward) newRecords() []persist.KV {
-	kvs := r.records()
-	if !r.open() {
-		kvs = slices.Delete(kvs, 1, 2) // the marker
+	kvs := []persist.KV{{Key: rewardKey(r.Workspace, r.ID), Value: r.encode()}, r.taskRewardEntry()}
+	if r.open() {
+		kvs = append(kvs, persist.KV{Key: openKey(r.Workspace, r.ID), Value: []byte{}})
 	}
 	return kvs
 }
