@@ -147,7 +147,8 @@ func (d *Door) Stop() error {
 // handle hands the request to a goroutine so the subscription keeps
 // flowing while actors sync; the in-flight bound turns overload into 503.
 func (d *Door) handle(m micro.Request) {
-	req := &api.Request{RequestID: d.svc.RequestID(), Errors: api.ErrorJSON, Door: api.DoorNATS, Arrived: time.Now()}
+	in := &inbound{req: api.Request{RequestID: d.svc.RequestID(), Errors: api.ErrorJSON, Door: api.DoorNATS, Arrived: time.Now()}}
+	req := &in.req
 	select {
 	case d.sem <- struct{}{}:
 	default:
@@ -155,17 +156,36 @@ func (d *Door) handle(m micro.Request) {
 		return
 	}
 	req.Started = d.svc.Stamp()
-	subject, hdr := m.Subject(), m.Headers()
-	body := append([]byte(nil), m.Data()...)
+	// nats.go gives every message a payload of its own, so the body is
+	// handed over as it is.
+	subject, hdr, body := m.Subject(), m.Headers(), m.Data()
 	d.serving.Add(1)
 	d.workers.Go(func() {
 		defer func() { <-d.sem; d.serving.Done() }()
-		if err := d.admit(req, subject, hdr, body); err != nil {
+		if err := d.admit(in, subject, hdr, body); err != nil {
 			d.reply(m, d.svc.Error(req, err))
 			return
 		}
 		d.reply(m, d.svc.Handle(req))
 	})
+}
+
+// inbound is a request as the door admits it, with its query arguments:
+// the body's members, read once and only if asked for. One allocation
+// holds both.
+type inbound struct {
+	req    api.Request
+	args   map[string]string
+	parsed bool
+}
+
+// Arg implements api.Arguments, on the request's one goroutine.
+func (in *inbound) Arg(name string) string {
+	if !in.parsed {
+		in.args, _ = api.BodyArgs(in.req.Body) // nil on a fault, which the service reports
+		in.parsed = true
+	}
+	return in.args[name]
 }
 
 // subjectTokens splits plaudit.v1.<ws>.<agent>.<op> into its five tokens
@@ -187,7 +207,8 @@ func subjectTokens(subject string) (tok [5]string, ok bool) {
 
 // admit translates a NATS request into req: who sent it, the subject's
 // workspace, agent and operation, and the body's targets and arguments.
-func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body []byte) error {
+func (d *Door) admit(in *inbound, subject string, hdr micro.Headers, body []byte) error {
+	req := &in.req
 	if !d.svc.Ready() {
 		return api.ErrRecovering
 	}
@@ -218,13 +239,13 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 	// others (a selection, a signal) the service reads the body anyway, and
 	// reports its faults as it does over HTTP, so the query arguments are
 	// read from it only if asked for.
-	var args map[string]string
 	if op.target != "" {
 		var err error
-		if args, err = api.BodyArgs(body); err != nil {
+		if in.args, err = api.BodyArgs(body); err != nil {
 			return err
 		}
-		ref := args[op.target]
+		in.parsed = true
+		ref := in.args[op.target]
 		if ref == "" {
 			return field.Errorf(op.target, "is required")
 		}
@@ -234,12 +255,7 @@ func (d *Door) admit(req *api.Request, subject string, hdr micro.Headers, body [
 			req.Target.Run = ref
 		}
 	}
-	req.Query = api.ArgsFunc(func(name string) string { // on the request's one goroutine
-		if args == nil {
-			args, _ = api.BodyArgs(body) // nil on a fault, which the service reports
-		}
-		return args[name]
-	})
+	req.Query = in
 	if key := hdr.Get("Idempotency-Key"); key != "" {
 		req.IdempotencyKey = []byte(key)
 	}
