@@ -50,12 +50,12 @@ type Config struct {
 	// Duplicates is JetStream's deduplication window for message ids
 	// (zero: JetStream's default, 2m).
 	Duplicates time.Duration
-	// OnFenced, if set, is called once, on a goroutine of its own, when a
-	// write of the Log finds another writer's message where its own was
-	// to go: the Log is fenced for good, and its owner must give the
-	// partition up (a newer owner holds it, or the log holds a write this
-	// Log cannot tell for its own; either way only a fresh fence can write
-	// it again).
+	// OnFenced, if set, is called on a goroutine of its own when a write
+	// fences the Log: it found another writer's message where its own was
+	// to go. It is called once, until a Fence opens the Log again. Its
+	// owner must give the partition up: a newer owner holds it, or the log
+	// holds a write this Log cannot tell for its own, and either way only
+	// a fresh fence can write it again.
 	OnFenced func()
 }
 

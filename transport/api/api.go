@@ -151,12 +151,6 @@ type Arguments interface {
 	Arg(name string) string
 }
 
-// ArgsFunc is a func as Arguments.
-type ArgsFunc func(name string) string
-
-// Arg implements Arguments.
-func (f ArgsFunc) Arg(name string) string { return f(name) }
-
 // ArgsMap is a map of arguments as Arguments.
 type ArgsMap map[string]string
 

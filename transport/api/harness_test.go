@@ -354,9 +354,15 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 	if routeErr != nil {
 		return refuse(routeErr)
 	}
-	req.Query = api.ArgsFunc(query.Get)
+	req.Query = queryArgs(query)
 	return p, nil
 }
+
+// queryArgs are a URL's query arguments as api.Arguments, read as the
+// HTTP door reads them: the first value of each.
+type queryArgs url.Values
+
+func (q queryArgs) Arg(name string) string { return url.Values(q).Get(name) }
 
 // send hands the request to the service and returns its answer as the
 // HTTP door writes it. Every answer of every test must be JSON in UTF-8:
