@@ -413,7 +413,7 @@ func checkText(path, v string, required bool, max int) error {
 		return field.Errorf(path, "is required")
 	}
 	if len(v) > max {
-		return field.Errorf(path, "must be at most %d characters", max)
+		return field.Errorf(path, "must be at most %d bytes", max)
 	}
 	return nil
 }
@@ -426,10 +426,10 @@ func CheckLabels(path string, labels map[string]string) error {
 	}
 	for k, v := range labels {
 		if k == "" || len(k) > maxLabelKey {
-			return field.Errorf(path, "label keys must be 1-%d characters", maxLabelKey)
+			return field.Errorf(path, "label keys must be 1-%d bytes", maxLabelKey)
 		}
 		if len(v) > maxLabelVal {
-			return field.Errorf(field.Join(path, k), "must be at most %d characters", maxLabelVal)
+			return field.Errorf(field.Join(path, k), "must be at most %d bytes", maxLabelVal)
 		}
 	}
 	return nil

@@ -158,10 +158,9 @@ type ArgsMap map[string]string
 func (m ArgsMap) Arg(name string) string { return m[name] }
 
 // scope is what an Idempotency-Key is scoped to besides its workspace: the
-// operation and its target (and the error shape, so a door never replays
+// operation and its target t (and the error shape, so a door never replays
 // another door's error body).
-func (r *Request) scope() string {
-	t := r.Target
+func (r *Request) scope(t Target) string {
 	parts := []string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key, t.Task,
 		strconv.Itoa(int(r.Errors))}
 	if t.Reward != "" { // appended only when set, so older records keep their scope

@@ -314,17 +314,13 @@ func (c *client) build(method, path, body string, hdr map[string]string) (*pendi
 		h.Set(k, v)
 	}
 	rawPath, rawQuery, _ := strings.Cut(path, "?")
-	decoded, err := url.PathUnescape(rawPath)
-	if err != nil {
-		return nil, fmt.Errorf("path %q: %v", rawPath, err)
-	}
 	query, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		return nil, fmt.Errorf("query %q: %v", rawQuery, err)
 	}
 
 	req := &api.Request{RequestID: svc.RequestID(), Started: svc.Stamp()}
-	routeErr := httpdoor.Route(req, method, decoded) // sets the error shape, route or not
+	routeErr := httpdoor.Route(req, method, rawPath) // sets the error shape, route or not
 	p := &pending{t: c.t, svc: svc, req: req}
 	refuse := func(err error) (*pending, error) {
 		resp := svc.Error(req, err)

@@ -493,3 +493,69 @@ func TestIdempotencyRecordsKeptForTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestIdempotencyScopeNamesTargetsByID: a key is scoped to the target, not
+// to how the path names it: the same write sent by id and then by
+// external_id: (or the other way round) is one write, the second answer
+// the first replayed; a reference that resolves to nothing is scoped as
+// written.
+func TestIdempotencyScopeNamesTargetsByID(t *testing.T) {
+	f := newIdemFixture(t, config{})
+	c := f.c.on(t)
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "scoped", "external_id": "team/a"}`), "id")
+	run := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{"external_id": "rx"}`), "id")
+	// What the run holds: its signals, and its evidence (reports are
+	// listed there only).
+	held := func() int {
+		signals := c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", "")
+		evidence := c.must(200, "GET", "/v1/jobs/"+run+"/rewards", "")
+		return len(list(t, signals, "items")) + len(list(t, evidence, "items"))
+	}
+	for i, tc := range []struct{ name, first, again, body string }{
+		{"feedback by id, then by external id", "/v1/workspaces/default/objectives/" + run + "/feedback",
+			"/v1/workspaces/default/objectives/external_id:rx/feedback", `{"metadata": {}, "data": {"score": 0.4}}`},
+		{"feedback by external id, then by id", "/v1/workspaces/default/objectives/external_id:rx/feedback",
+			"/v1/workspaces/default/objectives/" + run + "/feedback", `{"metadata": {}, "data": {"score": -0.4}}`},
+		{"signal by agent external id, then by id", "/api/v1/agents/external_id:team%2Fa/signals",
+			"/api/v1/agents/" + agent + "/signals", `{"kind": "human.rating", "value": 1, "run_id": "` + run + `"}`},
+		{"report on a job by external id, then by id", "/v1/jobs/external_id:rx/rewards",
+			"/v1/jobs/" + run + "/rewards", `{"scorer": "scoped", "value": 0.5}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := withKey(fmt.Sprintf("scope-%d", i))
+			first := c.request("POST", tc.first, tc.body, key)
+			if first.status != 200 && first.status != 201 {
+				t.Fatalf("first: %d %s", first.status, first.body)
+			}
+			before := held()
+			again, err := c.rawSend("POST", tc.again, tc.body, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameAnswer(t, first, again)
+			if n := held(); n != before {
+				t.Errorf("the run held %d items before the retry, %d after", before, n)
+			}
+		})
+	}
+	// An unknown external id is its own scope: 404 recorded under the
+	// reference as written, a real run's key untouched.
+	key := withKey("scope-unknown")
+	body := `{"metadata": {}, "data": {"score": 1}}`
+	rpcStatus(t, c.request("POST", "/v1/workspaces/default/objectives/external_id:nope/feedback", body, key), 404, 5, "nope")
+	if r := c.request("POST", "/v1/workspaces/default/objectives/"+run+"/feedback", body, key); r.status != 200 {
+		t.Errorf("the same key on a real run: %d %s, want 200 written", r.status, r.body)
+	}
+}
+
+// TestWorkspaceRoutesRejectUnknownFields: the bodies of POST /v1/workspaces
+// and POST /v1/workspaces/{ws}/api-keys are read strictly, like every body
+// under /v1/workspaces (seed 004 "validates strictly").
+func TestWorkspaceRoutesRejectUnknownFields(t *testing.T) {
+	h := newHarness(t, config{})
+	c := h.client(adminKey)
+	rpcStatus(t, c.request("POST", "/v1/workspaces", `{"name": "w", "bogus": 1}`, nil), 400, 3, "bogus")
+	rpcStatus(t, c.request("POST", "/v1/workspaces/default/api-keys", `{"name": "k", "Name": "k"}`, nil), 400, 3, "Name")
+	c.must(201, "POST", "/v1/workspaces", `{"name": "w"}`)
+	c.must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "k"}`)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,7 +317,7 @@ func (s *Service) serve(c *call) (result, error) {
 	if err := c.loadKeyedAgent(); err != nil {
 		return result{}, err
 	}
-	rec, res, err := s.idem.Begin(c.ws, c.req.scope(), string(c.req.IdempotencyKey), c.req.Body)
+	rec, res, err := s.idem.Begin(c.ws, c.req.scope(c.keyTarget()), string(c.req.IdempotencyKey), c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
@@ -330,6 +331,28 @@ func (s *Service) serve(c *call) (result, error) {
 	s.finishKeyed(c, out, err)
 	return out, err
 }
+
+// keyTarget is the request's target as its Idempotency-Key is scoped to
+// it: an agent or a run named "external_id:<value>" by its id, so the same
+// write sent once by id and once by external id is one write. A reference
+// that does not resolve is kept as it is (the write answers 404).
+func (c *call) keyTarget() Target {
+	t := c.req.Target
+	if strings.HasPrefix(t.Agent, externalRef) {
+		if info, err := c.agent(); err == nil {
+			t.Agent = info.ID
+		}
+	}
+	if strings.HasPrefix(t.Run, externalRef) {
+		if runID, _, err := c.run(nil); err == nil {
+			t.Run = runID
+		}
+	}
+	return t
+}
+
+// externalRef prefixes a reference to an agent or a run by external id.
+const externalRef = "external_id:"
 
 // loadKeyedAgent makes sure, in a cluster, that the agent a keyed write
 // goes to is loaded before its key is looked up. A cluster node writes an

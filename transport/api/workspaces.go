@@ -32,7 +32,7 @@ func (c *call) listWorkspaces() (result, error) {
 
 func (c *call) createWorkspace() (result, error) {
 	var name string
-	if err := parseBody(c.req.Body, func(b *body) error { name = b.str("name", true); return nil }); err != nil {
+	if err := parseBody(c.req.Body, strictName(&name)); err != nil {
 		return result{}, err
 	}
 	ws, err := c.s.tenancy.CreateWorkspace(c.p, name)
@@ -42,9 +42,19 @@ func (c *call) createWorkspace() (result, error) {
 	return created(appendWorkspace(nil, ws))
 }
 
+// strictName reads a workspace's or a key's body, {"name"}: the routes
+// under /v1/workspaces reject unknown fields, as seed 004's door does.
+func strictName(name *string) func(b *body) error {
+	return func(b *body) error {
+		b.strict("name")
+		*name = b.str("name", true)
+		return nil
+	}
+}
+
 func (c *call) createKey() (result, error) {
 	var name string
-	if err := parseBody(c.req.Body, func(b *body) error { name = b.str("name", true); return nil }); err != nil {
+	if err := parseBody(c.req.Body, strictName(&name)); err != nil {
 		return result{}, err
 	}
 	p, secret, err := c.s.tenancy.CreateKey(c.p, c.ws, name)

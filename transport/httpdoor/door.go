@@ -115,6 +115,7 @@ func New(cfg Config, svc *api.Service) *Door {
 		WriteTimeout:       cfg.WriteTimeout,
 		IdleTimeout:        cfg.IdleTimeout,
 		MaxRequestBodySize: cfg.MaxBody,
+		ReadBufferSize:     headBuffer,
 		// Besides keeping no buffers for idle connections, this makes
 		// fasthttp close a new connection that sends nothing within
 		// ReadTimeout without a word (acquireByteReader treats that read's
@@ -135,18 +136,27 @@ func (d *Door) Serve(ln net.Listener) error { return d.srv.Serve(ln) }
 // Shutdown stops accepting and waits for open requests to finish.
 func (d *Door) Shutdown() error { return d.srv.Shutdown() }
 
+// headBuffer bounds a request's line and headers (fasthttp's default): a
+// longer head is 400, naming the bound.
+const headBuffer = 4096
+
 type quietLogger struct{ l *slog.Logger }
 
 func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(format, args...)) }
 
 // Handle serves one request.
 func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
-	path := string(ctx.Path())
+	// The path as sent: routes split it at its slashes before decoding
+	// each segment, so an id holding an encoded '/' (external_id:a%2Fb)
+	// stays one segment, and "..", "//" or "%2F" never turn one route into
+	// another as fasthttp's normalised Path would.
+	path := string(ctx.URI().PathOriginal())
 	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path),
 		Door: api.DoorHTTP, Arrived: time.Now()}
+	// Every answer carries it, the console's and /metrics' too.
+	ctx.Response.Header.Set("X-Request-Id", req.RequestID)
 	switch {
 	case path == "/healthz":
-		ctx.Response.Header.Set("X-Request-Id", req.RequestID)
 		write(ctx, d.svc.Health())
 		return
 	case path == "/metrics" && d.metrics != nil && ctx.IsGet():
@@ -270,6 +280,10 @@ func (d *Door) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	if timedOut(err) {
 		write(ctx, d.svc.Error(req, field.Errorf("", "request not received in time")))
+		return
+	}
+	if small := (*fasthttp.ErrSmallBuffer)(nil); errors.As(err, &small) {
+		write(ctx, d.svc.Error(req, field.Errorf("", "request line and headers over %d bytes", headBuffer)))
 		return
 	}
 	// fasthttp's error quotes the request head, Authorization included:

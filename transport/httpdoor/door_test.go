@@ -778,3 +778,82 @@ func expectSilentClose(t *testing.T, c net.Conn, r io.Reader) {
 		t.Fatalf("the idle connection was not closed cleanly (EOF): %v after %v", err, time.Since(start).Round(time.Millisecond))
 	}
 }
+
+// TestPathSegmentsDecodedOneByOne: a path is split at its slashes as sent
+// and each segment decoded on its own, so an external id holding '/' is
+// reachable as external_id:a%2Fb, and an encoded slash, an empty segment
+// or a dot segment never makes one route into another (fasthttp's
+// normalised path turned /api/v1/agents/%2F into the agent list).
+func TestPathSegmentsDecodedOneByOne(t *testing.T) {
+	e := newDoorEnv(t, Config{}, true)
+	r := e.do(t, adminKey, "POST", "/api/v1/agents", `{"name": "slash", "external_id": "team/a"}`, nil)
+	if r.status != 201 {
+		t.Fatalf("create agent: %d %s", r.status, r.body)
+	}
+	agent := r.json(t)["id"].(string)
+	r = e.do(t, adminKey, "POST", "/api/v1/agents/"+agent+"/runs", `{"external_id": "ticket/7"}`, nil)
+	if r.status != 201 {
+		t.Fatalf("create run: %d %s", r.status, r.body)
+	}
+	run := r.json(t)["id"].(string)
+	get := func(path string) response {
+		return e.raw(t, "GET "+path+" HTTP/1.1\r\nHost: plaudit.test\r\nAuthorization: Bearer "+adminKey+"\r\n\r\n")
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/api/v1/agents/external_id:team%2Fa", agent},
+		{"/api/v1/agents/external_id:team%2fa", agent},
+		{"/api/v1/agents/%61gt" + strings.TrimPrefix(agent, "agt"), agent},
+		{"/api/v1/agents/" + agent + "/runs/external_id:ticket%2F7", run},
+		{"/v1/workspaces/default/objectives/external_id:ticket%2F7", run},
+	} {
+		res := get(tc.path)
+		if res.status != 200 || !strings.Contains(string(res.body), `"`+tc.want+`"`) {
+			t.Errorf("GET %s: %d %s, want 200 naming %s", tc.path, res.status, res.body, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		path   string
+		status int
+		sh     shape
+		code   any
+		want   string
+	}{
+		{"/api/v1/agents/%2F", 404, jsonShape, "not_found", "agent /"},
+		{"/api/v1/agents/external_id:team/a", 404, jsonShape, "not_found", "no such route"},
+		{"/api/v1//agents", 404, jsonShape, "not_found", "no such route"},
+		{"/api/v1/agents/" + agent + "/..", 404, jsonShape, "not_found", "no such route"},
+		{"/api/v1/agents/x/../" + agent, 404, jsonShape, "not_found", "no such route"},
+		{"/api/v1/agents/%zz", 400, jsonShape, "invalid_request", "path"},
+		{"/v1/workspaces/default/objectives/%2", 400, rpcShape, 3.0, "path"},
+	} {
+		t.Run(tc.path, func(t *testing.T) { expectError(t, get(tc.path), tc.status, tc.sh, tc.code, tc.want) })
+	}
+	// A head over the read buffer is refused naming the bound.
+	expectError(t, get("/api/v1/agents/"+strings.Repeat("a", 5000)), 400, jsonShape, "invalid_request", "4096 bytes")
+}
+
+// TestEveryAnswerHasARequestID: the console's pages, its redirects and
+// /metrics carry X-Request-Id like the API's answers.
+func TestEveryAnswerHasARequestID(t *testing.T) {
+	text := func(body string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, body)
+		})
+	}
+	e := newDoorEnv(t, Config{Metrics: text("metrics"), UI: text("console")}, true)
+	e.hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/metrics", 200}, {"/ui/", 200}, {"/ui/static/x.css", 200}, {"/", 302}, {"/ui", 302}} {
+		resp, err := e.hc.Get("http://plaudit.test" + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("X-Request-Id") == "" {
+			t.Errorf("GET %s: %d, X-Request-Id %q; want %d with one", tc.path, resp.StatusCode, resp.Header.Get("X-Request-Id"), tc.status)
+		}
+	}
+}

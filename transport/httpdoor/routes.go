@@ -3,9 +3,11 @@ package httpdoor
 import (
 	"cmp"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/transport/api"
 )
 
@@ -91,12 +93,17 @@ var routes = []route{
 }
 
 // Route fills req's operation, workspace, target and error shape from a
-// method and a path. An unknown path is api.ErrRouteNotFound, a known one
-// with another method api.ErrMethodNotAllowed.
+// method and a path as sent (percent-encoded): each segment between its
+// slashes is decoded on its own. An unknown path is api.ErrRouteNotFound,
+// a known one with another method api.ErrMethodNotAllowed, a segment that
+// is not valid percent-encoding a field error of "path".
 func Route(req *api.Request, method, path string) error {
 	req.Errors = errorShape(path)
 	var buf [maxSegments]string
-	seg := appendSegments(buf[:0], path)
+	seg, err := decodeSegments(appendSegments(buf[:0], path))
+	if err != nil {
+		return err
+	}
 	known := false
 	for i := range table {
 		r := &table[i]
@@ -187,6 +194,22 @@ func bind(pat, seg []string, t *api.Target) (ws string, ok bool) {
 
 func splitPath(path string) []string { return appendSegments(nil, path) }
 
+// decodeSegments percent-decodes each segment in place; one without a '%'
+// is left as it is, without a copy.
+func decodeSegments(seg []string) ([]string, error) {
+	for i, s := range seg {
+		if strings.IndexByte(s, '%') < 0 {
+			continue
+		}
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return nil, field.Errorf("path", "segment %s is not valid percent-encoding", field.Quote(s))
+		}
+		seg[i] = d
+	}
+	return seg, nil
+}
+
 // maxSegments is room for the segments of every route, so a request's
 // path is split without allocating; a longer path (which no route
 // matches) only grows the slice.
@@ -211,7 +234,7 @@ func appendSegments(seg []string, path string) []string {
 // methods lists the methods the route table has for path, in table order
 // without repeats: the Allow header of a 405.
 func methods(path string) []string {
-	seg := splitPath(path)
+	seg, _ := decodeSegments(splitPath(path)) // Route decoded it first
 	var out []string
 	for i := range table {
 		var t api.Target

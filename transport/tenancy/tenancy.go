@@ -341,7 +341,7 @@ func (t *Tenancy) CreateWorkspace(p Principal, name string) (Workspace, error) {
 		return Workspace{}, ErrForbidden
 	}
 	if name == "" || len(name) > 200 {
-		return Workspace{}, field.Errorf("name", "must be 1-200 characters")
+		return Workspace{}, field.Errorf("name", "must be 1-200 bytes")
 	}
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
@@ -363,7 +363,7 @@ func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, 
 		return Principal{}, "", err
 	}
 	if name == "" || len(name) > 200 {
-		return Principal{}, "", field.Errorf("name", "must be 1-200 characters")
+		return Principal{}, "", field.Errorf("name", "must be 1-200 bytes")
 	}
 	secret := newSecret()
 	np, err := t.addKey(secret, name, wsID, false)
