@@ -72,8 +72,8 @@ func ServeHello(httpAddr, natsAddr, dataDir, key string, stop <-chan struct{}) (
 	if err != nil {
 		return fmt.Errorf("bench-hello: --nats port: %w", err)
 	}
-	e, err := natsdoor.NewEmbedded(func(token string) (string, string, bool) {
-		return "bench-key", "default", token == key
+	e, err := natsdoor.NewEmbedded(func(token string) (natsdoor.Key, bool) {
+		return natsdoor.Key{ID: "bench-key", Workspace: "default"}, token == key
 	})
 	if err != nil {
 		return err

@@ -213,8 +213,8 @@ func startJudgeWorker(natsURL, key, subject string) (*nats.Conn, error) {
 // with a body of a judge request's size, answered {"met": true} at once by
 // a bare subscriber.
 func NATSJudgeEcho(l Loop) (res Result, err error) {
-	e, err := natsdoor.NewEmbedded(func(token string) (string, string, bool) {
-		return "bench-key", "default", token == Key
+	e, err := natsdoor.NewEmbedded(func(token string) (natsdoor.Key, bool) {
+		return natsdoor.Key{ID: "bench-key", Workspace: "default"}, token == Key
 	})
 	if err != nil {
 		return Result{}, err

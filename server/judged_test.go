@@ -116,6 +116,41 @@ func TestJudgedRewardJudgeDownFails(t *testing.T) {
 	expect(t, rw, 0.0, "scores", "all_pass")
 }
 
+// TestJudgedRewardTimedOutRequestIsAskedAgain: a judge request that gets
+// no reply times out after a third of the deadline and is asked again (a
+// hung worker beside a healthy one costs a retry, not the reward).
+func TestJudgedRewardTimedOutRequestIsAskedAgain(t *testing.T) {
+	s := startServer(t, Config{JudgeDeadline: 3 * time.Second})
+	c := newClient(t, s, adminKey)
+	c.must(201, "POST", "/v1/tasks", toneTask)
+	nc, err := nats.Connect(s.NATSURL(), nats.Token(adminKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	var asked atomic.Int32
+	if _, err := nc.Subscribe("plaudit.judge.default.tone", func(m *nats.Msg) {
+		if asked.Add(1) > 1 { // the first request is never answered
+			_ = m.Respond([]byte(`{"met": true}`))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := c.request("POST", "/v1/rewards", toneReward, map[string]string{"Prefer": "wait=10"})
+	if r.status != 201 {
+		t.Fatalf("POST: %d %s", r.status, r.body)
+	}
+	rw := r.json(t)
+	expect(t, rw, "scored", "status")
+	expect(t, rw, 1.0, "scores", "reward")
+	if n := asked.Load(); n != 2 {
+		t.Errorf("the judge was asked %d times, want 2", n)
+	}
+}
+
 // TestJudgedRewardUnscorable: a judge that keeps answering unscorable is
 // asked 1 + 3 times, then the reward is scored 0 with the unscorable flag.
 func TestJudgedRewardUnscorable(t *testing.T) {

@@ -191,7 +191,7 @@ func TestNATSDoorWithoutHeader(t *testing.T) {
 func TestNATSServiceIsDiscoverable(t *testing.T) {
 	s := startServer(t, Config{})
 	nc := newNATSClient(t, s, adminKey)
-	for _, subject := range []string{"$SRV.PING.plaudit", "$SRV.INFO.plaudit"} {
+	for _, subject := range []string{"$SRV.PING.plaudit", "$SRV.INFO.plaudit", "$SRV.STATS.plaudit"} { // STATS: the admin key's
 		rep, err := nc.nc.Request(subject, nil, 5*time.Second)
 		if err != nil {
 			t.Fatalf("%s: %v", subject, err)

@@ -331,13 +331,13 @@ func (s *Server) startNATS() error {
 		if port == 0 {
 			port = natsserver.RANDOM_PORT
 		}
-		s.embedded, err = natsdoor.NewEmbedded(func(token string) (string, string, bool) {
+		s.embedded, err = natsdoor.NewEmbedded(func(token string) (natsdoor.Key, bool) {
 			ten := s.auth.Load()
 			if ten == nil { // a cluster node still joining
-				return "", "", false
+				return natsdoor.Key{}, false
 			}
 			p, err := ten.AuthenticateKey(token)
-			return p.KeyID, p.Home, err == nil
+			return natsdoor.Key{ID: p.KeyID, Workspace: p.Home, Admin: p.Admin}, err == nil
 		})
 		if err != nil {
 			return err

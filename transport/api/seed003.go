@@ -188,14 +188,19 @@ func (c *call) getJudgedReward() (result, error) {
 }
 
 // preferWait reads wait=N from the Prefer header (other preferences are
-// ignored): 0 when absent, else N from 0 to 120 seconds.
+// ignored): 0 when absent, else N from 0 to 120 seconds. N may be quoted
+// (RFC 7240 allows wait="5").
 func (c *call) preferWait() (time.Duration, error) {
 	for pref := range strings.SplitSeq(c.req.Prefer, ",") {
 		name, val, hasVal := strings.Cut(strings.TrimSpace(pref), "=")
 		if !strings.EqualFold(strings.TrimSpace(name), "wait") {
 			continue
 		}
-		n, err := strconv.Atoi(strings.TrimSpace(val))
+		val = strings.TrimSpace(val)
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			val = val[1 : len(val)-1]
+		}
+		n, err := strconv.Atoi(val)
 		if !hasVal || err != nil || n < 0 || n > maxPreferWait {
 			return 0, invalid("Prefer", "wait must be a whole number of seconds from 0 to %d", maxPreferWait)
 		}

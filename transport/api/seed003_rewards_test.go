@@ -191,12 +191,16 @@ func TestSeed003RewardValidation(t *testing.T) {
 	apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund", "version": "tv_0000000000000000"}`, "x", ""), nil), 404, "not_found", "tv_0000000000000000")
 	apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "x", `"judge_version": "j7"`), nil), 404, "not_found", "j7")
 	apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "x", `"episode_id": "run_nope"`), nil), 404, "not_found", "run_nope")
-	for _, p := range []string{"wait=121", "wait=-1", "wait=soon", "wait"} {
+	for _, p := range []string{"wait=121", "wait=-1", "wait=soon", "wait", `wait="5`, `wait=""`, `wait="121"`} {
 		apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": p}), 400, "invalid_request", "Prefer")
 		apiError(t, c.request("GET", "/v1/rewards/rw_x", "", map[string]string{"Prefer": p}), 400, "invalid_request", "Prefer")
 	}
-	// A valid Prefer on a final reward answers at once.
-	c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": "respond-async, wait=120"})
+	// A valid Prefer on a final reward answers at once; N may be quoted.
+	for i, p := range []string{"respond-async, wait=120", `wait="5"`} {
+		if r := c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": p}); r.status != 201-i {
+			t.Errorf("Prefer: %s: %d %s, want %d", p, r.status, r.body, 201-i)
+		}
+	}
 }
 
 // TestSeed003RewardEpisodeSignals: a scored reward with an episode appends

@@ -22,7 +22,9 @@ type JudgeFunc func(ws, subject string, data []byte, timeout time.Duration) ([]b
 type DispatchConfig struct {
 	Judge JudgeFunc // nil: every judge request fails (the reward fails at its deadline)
 	// Deadline bounds how long a pending reward's judges are asked, from
-	// its creation or, after a restart, from its resumption (30s).
+	// its creation or, after a restart, from its resumption (30s). One
+	// request to a judge gets at most a third of it (attemptShare), so
+	// one that times out is asked again, likely of another worker.
 	Deadline time.Duration
 	// Episode appends a scored reward's judge.* signals to its episode,
 	// idempotently (dedup keys): it may be called again for the same reward
@@ -43,6 +45,9 @@ const (
 	// unscorableRetries is how many times an unscorable answer is asked
 	// again before the criterion is Unscorable.
 	unscorableRetries = 3
+	// attemptShare: one judge request waits at most Deadline/attemptShare
+	// for its reply.
+	attemptShare = 3
 )
 
 // errClosed: the dispatcher has stopped; the reward stays as it is on disk.
@@ -267,7 +272,7 @@ func (d *Dispatcher) ask(r Reward, t judge.Task, jv JudgeVersion, i int, until t
 			break
 		}
 		if d.cfg.Judge != nil {
-			reply, err := d.cfg.Judge(r.Workspace, subject, req, left)
+			reply, err := d.cfg.Judge(r.Workspace, subject, req, min(left, d.cfg.Deadline/attemptShare))
 			switch met, unsc, perr := parseVerdict(reply); {
 			case err != nil:
 				d.cfg.Logger.Debug("judge request failed", "reward", r.ID, "subject", subject, "err", err)

@@ -12,9 +12,10 @@
 //   - the service account (ServiceAccount) holds Plaudit's own connection,
 //     which authenticates with an nkey generated at start and has every
 //     permission. It exports, once, the service subjects plaudit.v1.> and
-//     the micro discovery subjects $SRV.PING[.plaudit] and
-//     $SRV.INFO[.plaudit] (only this code imports them, each import
-//     narrowed to one workspace), and imports each connection account's
+//     the micro discovery subjects $SRV.PING[.plaudit],
+//     $SRV.INFO[.plaudit] and $SRV.STATS[.plaudit] (only this code imports
+//     them, each service import narrowed to one workspace, STATS only into
+//     an admin key's accounts), and imports each connection account's
 //     judge subjects under a subject of that account's own,
 //     plaudit.judgeconn.<n>.>, where n is a tag random to the server and a
 //     counter (servers of a cluster share accounts by name, so no two may
@@ -23,7 +24,8 @@
 //     account named <ws>-c<n> (never a workspace id, never the service
 //     account). It imports from the service account plaudit.v1.<ws>.> of
 //     its workspace only (the server names the requesting account in each
-//     request's Nats-Request-Info) and the discovery subjects, and exports
+//     request's Nats-Request-Info) and the discovery subjects (STATS, which
+//     counts every workspace's requests, for an admin key only), and exports
 //     to the service account alone its judge subjects plaudit.judge.<ws>.>;
 //   - a client authenticates with an API key as its NATS token
 //     (nats.Token(key), nats --token key) and lands in a connection account

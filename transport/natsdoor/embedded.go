@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,11 +34,20 @@ const (
 // it is not handed out again, even if it looks idle.
 const DefaultReuseDelay = 5 * time.Second
 
-// KeyAuth resolves a client's NATS token (a Plaudit API key) to the key's id
-// and home workspace; ok=false for an unknown or revoked key. It is called
-// once per connection attempt, on the server's connection goroutine; a key
-// revoked later keeps its open connections.
-type KeyAuth func(token string) (keyID, workspace string, ok bool)
+// KeyAuth resolves a client's NATS token (a Plaudit API key) to the key;
+// ok=false for an unknown or revoked key. It is called once per connection
+// attempt, on the server's connection goroutine; a key revoked later keeps
+// its open connections.
+type KeyAuth func(token string) (k Key, ok bool)
+
+// Key is an API key as the embedded server needs it.
+type Key struct {
+	ID        string
+	Workspace string // its home
+	// Admin keys may also ask $SRV.STATS, which counts every workspace's
+	// requests: an admin key may act on every workspace anyway.
+	Admin bool
+}
 
 // Embedded authenticates the clients of an embedded nats-server and sets up
 // the accounts they land in; it implements server.Authentication, to be set
@@ -79,6 +89,7 @@ type connAccount struct {
 	acc    *server.Account
 	ws     string
 	keyID  string
+	admin  bool      // the key's: its account imports $SRV.STATS
 	judge  string    // plaudit.judgeconn.<n>.: its judge import's prefix in the service account
 	handed time.Time // when it was last handed out
 }
@@ -274,7 +285,7 @@ func setUpService(svc *server.Account) error {
 	if err := svc.AddServiceExportWithResponse("plaudit.v1.>", server.Singleton, nil); err != nil {
 		return err
 	}
-	for _, subj := range discovery {
+	for _, subj := range discoveryOf(true) {
 		if err := svc.AddServiceExportWithResponse(subj, server.Streamed, nil); err != nil {
 			return err
 		}
@@ -324,7 +335,8 @@ func (e *Embedded) Check(c server.ClientAuthentication) bool {
 		c.RegisterUser(&server.User{Username: ServiceUser, Account: svc})
 		return true
 	case o.Token != "" && o.Nkey == "" && o.Sig == "":
-		keyID, ws, ok := e.auth(o.Token)
+		k, ok := e.auth(o.Token)
+		keyID, ws := k.ID, k.Workspace
 		if !ok || keyID == "" || !validWorkspace(ws) {
 			return false
 		}
@@ -333,11 +345,11 @@ func (e *Embedded) Check(c server.ClientAuthentication) bool {
 		// so the next Check sees the account taken.
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		ca, err := e.connAccountLocked(ws, keyID)
+		ca, err := e.connAccountLocked(ws, keyID, k.Admin)
 		if err != nil {
 			return false
 		}
-		c.RegisterUser(&server.User{Username: keyID, Account: ca.acc, Permissions: workspacePermissions(ws)})
+		c.RegisterUser(&server.User{Username: keyID, Account: ca.acc, Permissions: workspacePermissions(ws, k.Admin)})
 		return true
 	default:
 		return false
@@ -377,9 +389,20 @@ func validWorkspace(ws string) bool {
 
 // discovery are the micro discovery subjects a workspace may reach, exported
 // streamed because several services or instances may answer one request.
-// $SRV.STATS is left out (it reports every tenant's traffic), and so are the
-// per-instance $SRV.*.plaudit.<id>.
-var discovery = []string{"$SRV.PING", "$SRV.PING." + ServiceName, "$SRV.INFO", "$SRV.INFO." + ServiceName}
+// $SRV.STATS (statsDiscovery) reports every tenant's traffic: only admin
+// keys reach it. The per-instance $SRV.*.plaudit.<id> are left out.
+var (
+	discovery      = []string{"$SRV.PING", "$SRV.PING." + ServiceName, "$SRV.INFO", "$SRV.INFO." + ServiceName}
+	statsDiscovery = []string{"$SRV.STATS", "$SRV.STATS." + ServiceName}
+)
+
+// discoveryOf is the discovery subjects a key may reach.
+func discoveryOf(admin bool) []string {
+	if admin {
+		return slices.Concat(discovery, statsDiscovery)
+	}
+	return discovery
+}
 
 // discoveryResponseTime bounds how long the server keeps the route back to a
 // discovery requester, so a client pinging in a loop cannot pile them up.
@@ -398,7 +421,7 @@ func judgeSubject(ws string) string { return "plaudit.judge." + ws + ".>" }
 // already counts its connection when the next Check looks. The delay is a
 // margin should a server register later, and it spaces the reuse of an
 // account that a connection just left.
-func (e *Embedded) connAccountLocked(ws, keyID string) (*connAccount, error) {
+func (e *Embedded) connAccountLocked(ws, keyID string, admin bool) (*connAccount, error) {
 	if e.srv == nil {
 		return nil, errors.New("natsdoor: not started")
 	}
@@ -421,7 +444,7 @@ func (e *Embedded) connAccountLocked(ws, keyID string) (*connAccount, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca := &connAccount{acc: acc, ws: ws, keyID: keyID, judge: "plaudit.judgeconn." + n + ".", handed: now}
+	ca := &connAccount{acc: acc, ws: ws, keyID: keyID, admin: admin, judge: "plaudit.judgeconn." + n + ".", handed: now}
 	if err := e.setUp(ca); err != nil {
 		return nil, err
 	}
@@ -448,7 +471,7 @@ func (e *Embedded) setUp(ca *connAccount) error {
 	if err := acc.AddServiceImport(svc, serviceSubject(ws), serviceSubject(ws)); err != nil {
 		return err
 	}
-	for _, subj := range discovery {
+	for _, subj := range discoveryOf(ca.admin) {
 		if err := acc.AddServiceImport(svc, subj, subj); err != nil {
 			return err
 		}
@@ -462,11 +485,12 @@ func (e *Embedded) setUp(ca *connAccount) error {
 }
 
 // workspacePermissions are those of a user of workspace ws: publish its
-// service subjects and the discovery subjects, answer what it received, and
-// subscribe to its inboxes and its judge subjects.
-func workspacePermissions(ws string) *server.Permissions {
+// service subjects and the discovery subjects (an admin key's include
+// $SRV.STATS), answer what it received, and subscribe to its inboxes and
+// its judge subjects.
+func workspacePermissions(ws string, admin bool) *server.Permissions {
 	return &server.Permissions{
-		Publish:   &server.SubjectPermission{Allow: append([]string{serviceSubject(ws)}, discovery...)},
+		Publish:   &server.SubjectPermission{Allow: append([]string{serviceSubject(ws)}, discoveryOf(admin)...)},
 		Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>", judgeSubject(ws)}},
 		Response: &server.ResponsePermission{
 			MaxMsgs: server.DEFAULT_ALLOW_RESPONSE_MAX_MSGS,

@@ -27,9 +27,10 @@ const wait = 2 * time.Second
 
 // keys is the fake key store: token -> {key id, workspace}.
 var keys = map[string][2]string{
-	"ka":  {"key_a", "wsa"},
-	"ka2": {"key_a2", "wsa"},
-	"kb":  {"key_b", "wsb"},
+	"kadmin": {"key_admin", "wsa"}, // an admin key (adminKeys)
+	"ka":     {"key_a", "wsa"},
+	"ka2":    {"key_a2", "wsa"},
+	"kb":     {"key_b", "wsb"},
 	// A workspace id shaped like a connection account name of wsa.
 	"kc": {"key_c", "wsa-c1"},
 	// Known keys whose workspace id must never name an account.
@@ -43,12 +44,12 @@ var keys = map[string][2]string{
 	"krevoked": {"key_r", "wsa"},
 }
 
-func fakeAuth(token string) (keyID, workspace string, ok bool) {
+func fakeAuth(token string) (Key, bool) {
 	k, ok := keys[token]
 	if !ok || token == "krevoked" {
-		return "", "", false
+		return Key{}, false
 	}
-	return k[0], k[1], true
+	return Key{ID: k[0], Workspace: k[1], Admin: token == "kadmin"}, true
 }
 
 // echo is the test service's answer: the subject and requester it saw.
@@ -921,6 +922,30 @@ func TestDiscovery(t *testing.T) {
 			len(info.Endpoints) != 1 || info.Endpoints[0].Subject != "plaudit.v1.*.*.signal" {
 			t.Fatalf("%s answered %q (%v)", subj, rep.Data, err)
 		}
+	}
+}
+
+// 9b. $SRV.STATS, which counts every workspace's requests, answers an admin
+// key's connection only; a workspace key's publish to it is refused.
+func TestStatsForAdminKeysOnly(t *testing.T) {
+	f := start(t)
+	admin, _ := f.tenant(t, "kadmin")
+	for _, subj := range statsDiscovery {
+		rep, err := admin.Request(subj, nil, wait)
+		if err != nil {
+			t.Fatalf("%s as an admin key: %v", subj, err)
+		}
+		var stats micro.Stats
+		if err := json.Unmarshal(rep.Data, &stats); err != nil || stats.Name != ServiceName || len(stats.Endpoints) != 1 {
+			t.Fatalf("%s answered %q (%v)", subj, rep.Data, err)
+		}
+	}
+	a, errs := f.tenant(t, "ka")
+	for _, subj := range statsDiscovery {
+		if err := a.PublishRequest(subj, a.NewRespInbox(), nil); err != nil {
+			t.Fatal(err)
+		}
+		errs.violation(t, fmt.Sprintf("Publish to %q", subj))
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -222,11 +221,18 @@ func (t *Tenancy) AccountID() string {
 
 // Authenticate resolves an Authorization header value ("Bearer <key>").
 func (t *Tenancy) Authenticate(header string) (Principal, error) {
-	key, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		return Principal{}, ErrUnauthenticated
+	return t.AuthenticateHeader([]byte(header))
+}
+
+// bearerKey is the credentials of an Authorization header value of the
+// Bearer scheme, named in any case and followed by one or more spaces
+// (RFC 7235); false for another scheme.
+func bearerKey(header []byte) ([]byte, bool) {
+	const scheme = "Bearer "
+	if len(header) < len(scheme) || !bytes.EqualFold(header[:len(scheme)], []byte(scheme)) {
+		return nil, false
 	}
-	return t.AuthenticateKey(key)
+	return bytes.TrimLeft(header[len(scheme):], " "), true
 }
 
 // AuthenticateHeader is Authenticate of a header value as a door reads
@@ -234,7 +240,7 @@ func (t *Tenancy) Authenticate(header string) (Principal, error) {
 // strings Authenticate takes were two copies of every key, and of every
 // header, a request).
 func (t *Tenancy) AuthenticateHeader(header []byte) (Principal, error) {
-	key, ok := bytes.CutPrefix(header, []byte("Bearer "))
+	key, ok := bearerKey(header)
 	if !ok { // an empty key is no key's: none is stored for it
 		return Principal{}, ErrUnauthenticated
 	}
