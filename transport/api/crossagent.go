@@ -53,35 +53,41 @@ func (s *Service) onAgentsNode(ws, agentID string, op Op, body []byte, by time.T
 	return nil, fmt.Errorf("%s on agent %s's node: status %d: %s", op, agentID, resp.Status, resp.Message)
 }
 
-// appendJudgeSignals appends r's judge.* signals to its episode, on the
-// node serving the episode's agent.
-func (s *Service) appendJudgeSignals(r judging.Reward) error {
-	if !s.servedElsewhere(r.EpisodeAgent) {
-		return s.appendJudgeSignalsHere(r)
+// appendJudgeSignals appends a reward's judge.* signals to one episode, on
+// the node serving the episode's agent.
+func (s *Service) appendJudgeSignals(e judging.EpisodeSignals) error {
+	if !s.servedElsewhere(e.Agent) {
+		return s.appendJudgeSignalsHere(e)
 	}
 	b := append([]byte(nil), '{')
 	b = jsonw.Key(b, "reward")
-	b = jsonw.String(b, r.ID)
+	b = jsonw.String(b, e.Reward)
+	b = jsonw.Key(b, "key")
+	b = jsonw.String(b, e.Key)
 	b = jsonw.Key(b, "episode")
-	b = jsonw.String(b, r.EpisodeID)
+	b = jsonw.String(b, e.Run)
 	b = jsonw.Key(b, "scores")
-	b = r.Scores.AppendJSON(b)
+	b = e.Scores.AppendJSON(b)
 	b = append(b, '}')
-	_, err := s.onAgentsNode(r.Workspace, r.EpisodeAgent, JudgeSignals, b, time.Now().Add(s.cfg.RequestDeadline))
+	_, err := s.onAgentsNode(e.Workspace, e.Agent, JudgeSignals, b, time.Now().Add(s.cfg.RequestDeadline))
 	return err
 }
 
-// judgeSignals serves JudgeSignals on the episode agent's node.
+// judgeSignals serves JudgeSignals on the episode agent's node. A body
+// without "key" (from a node of an older version) keys them by the reward.
 func (c *call) judgeSignals() (result, error) {
 	v, err := fastjson.ParseBytes(c.req.Body)
 	if err != nil {
 		return result{}, fmt.Errorf("judge signals: %w", err)
 	}
 	sc := v.Get("scores")
-	r := judging.Reward{ID: string(v.GetStringBytes("reward")), Workspace: c.ws, EpisodeID: string(v.GetStringBytes("episode")),
-		EpisodeAgent: c.req.Target.Agent, Scores: judge.Scores{Reward: sc.GetFloat64("reward"),
+	e := judging.EpisodeSignals{Workspace: c.ws, Reward: string(v.GetStringBytes("reward")), Key: string(v.GetStringBytes("key")),
+		Run: string(v.GetStringBytes("episode")), Agent: c.req.Target.Agent, Scores: judge.Scores{Reward: sc.GetFloat64("reward"),
 			Partial: sc.GetFloat64("partial"), MustPass: sc.GetFloat64("must_pass"), AllPass: sc.GetFloat64("all_pass")}}
-	if err := c.s.appendJudgeSignalsHere(r); err != nil {
+	if e.Key == "" {
+		e.Key = e.Reward
+	}
+	if err := c.s.appendJudgeSignalsHere(e); err != nil {
 		return result{}, err
 	}
 	return ok([]byte("{}"))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -149,6 +150,20 @@ func (c *call) createJudgedReward() (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	// The same answer again, with an episode of its own: the first reward
+	// answers, and the episode gets its signals (now if it is final, else
+	// when its dispatcher finishes it).
+	linked := !created && in.EpisodeID != "" && in.EpisodeID != r.EpisodeID
+	if linked {
+		if err := c.s.judging.LinkEpisode(c.ws, r.ID, in.EpisodeID, in.EpisodeAgent); err != nil {
+			return result{}, err
+		}
+		// Read again: a dispatcher that finished the reward before the
+		// link was stored did not see it.
+		if r, err = c.s.judging.Reward(c.ws, r.ID); err != nil {
+			return result{}, err
+		}
+	}
 	if created {
 		if r.Final() {
 			c.s.judges.Settle(r) // episode signals
@@ -158,6 +173,13 @@ func (c *call) createJudgedReward() (result, error) {
 	}
 	if !r.Final() && wait > 0 {
 		if r, err = c.s.judges.Wait(c.ws, r.ID, wait); err != nil {
+			return result{}, err
+		}
+	}
+	// A dispatcher closing (the server stopping) leaves the link to the
+	// next start's Resume.
+	if linked {
+		if err := c.s.judges.SettleLinks(r); err != nil && !errors.Is(err, judging.ErrClosed) {
 			return result{}, err
 		}
 	}
@@ -272,21 +294,22 @@ var judgeSignals = []struct {
 	{"judge.all_pass", func(s judge.Scores) float64 { return s.AllPass }},
 }
 
-// appendJudgeSignalsHere appends r's judge.* signals to its episode in one
-// write, each with dedup key "<kind>/<rw id>", so appending them again
-// (a resume after a crash) adds nothing. A delivery failure is returned
-// (the reward stays open and is tried again at the next start); the
-// engine refusing them (the run is gone) is logged and not retried.
-func (s *Service) appendJudgeSignalsHere(r judging.Reward) error {
-	out, err := actors.Write(s.reg, r.EpisodeAgent, time.Time{}, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
+// appendJudgeSignalsHere appends a reward's judge.* signals to one episode
+// in one write, each with dedup key "<kind>/<e.Key>", so appending them
+// again (a resume after a crash) adds nothing. A delivery failure is
+// returned (the reward or link stays open and is tried again at the next
+// start); the engine refusing them (the run is gone) is logged and not
+// retried.
+func (s *Service) appendJudgeSignalsHere(e judging.EpisodeSignals) error {
+	out, err := actors.Write(s.reg, e.Agent, time.Time{}, false, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (struct{}, []engine.Event, error) {
 		var evs []engine.Event
 		for _, sig := range judgeSignals {
-			_, e, err := a.RecordSignal(engine.RecordSignal{Kind: sig.kind, Value: sig.value(r.Scores),
-				RunID: r.EpisodeID, DedupKey: sig.kind + "/" + r.ID}, now, rnd)
+			_, ev, err := a.RecordSignal(engine.RecordSignal{Kind: sig.kind, Value: sig.value(e.Scores),
+				RunID: e.Run, DedupKey: sig.kind + "/" + e.Key}, now, rnd)
 			if err != nil {
 				return struct{}{}, evs, err
 			}
-			evs = append(evs, e...)
+			evs = append(evs, ev...)
 		}
 		return struct{}{}, evs, nil
 	})
@@ -294,7 +317,7 @@ func (s *Service) appendJudgeSignalsHere(r judging.Reward) error {
 		return err
 	}
 	if out.Err != nil {
-		s.cfg.Logger.Warn("judge signals refused by the episode; not retried", "reward", r.ID, "episode", r.EpisodeID, "err", out.Err)
+		s.cfg.Logger.Warn("judge signals refused by the episode; not retried", "reward", e.Reward, "episode", e.Run, "err", out.Err)
 	}
 	return nil
 }

@@ -2,6 +2,9 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -226,6 +229,108 @@ func TestSeed003RewardEpisodeSignals(t *testing.T) {
 	for _, s := range sigs {
 		if v, ok := want[str(t, s, "kind")]; !ok || num(t, s, "value") != v {
 			t.Errorf("signal %v, want %v", s, want)
+		}
+	}
+}
+
+// judgeSignalsOf returns the judge.* signals of a run: kind → values.
+func judgeSignalsOf(t *testing.T, c *client, agent, run string) map[string][]float64 {
+	t.Helper()
+	out := map[string][]float64{}
+	for _, s := range list(t, c.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", ""), "items") {
+		if k := str(t, s, "kind"); strings.HasPrefix(k, "judge.") {
+			out[k] = append(out[k], num(t, s, "value"))
+		}
+	}
+	return out
+}
+
+// TestSeed003SameAnswerNewEpisodeGetsTheSignals: the same answer sent again
+// with an episode of its own answers the first reward (seed 003: it is not
+// scored twice), and that episode gets the reward's judge.* signals too,
+// once, whether it is a run of the first episode's agent or of another,
+// and lists the reward among its evidence.
+func TestSeed003SameAnswerNewEpisodeGetsTheSignals(t *testing.T) {
+	h := newHarness(t, config{})
+	c := h.client(adminKey)
+	c.must(201, "POST", "/v1/tasks", builtinTask)
+	a := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "bot"}`), "id")
+	b := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "other"}`), "id")
+	first := str(t, c.must(201, "POST", "/api/v1/agents/"+a+"/runs", `{}`), "id")
+	sameAgent := str(t, c.must(201, "POST", "/api/v1/agents/"+a+"/runs", `{}`), "id")
+	otherAgent := str(t, c.must(201, "POST", "/api/v1/agents/"+b+"/runs", `{}`), "id")
+	answer := "We will refund you."
+	rw := c.must(201, "POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, answer, `"episode_id": "`+first+`"`))
+	id := str(t, rw, "id")
+	want := map[string][]float64{"judge.reward": {0.75}, "judge.partial": {0.75}, "judge.must_pass": {1}, "judge.all_pass": {0}}
+	for _, ep := range []struct{ agent, run string }{{a, sameAgent}, {b, otherAgent}} {
+		for range 2 { // sent twice: the signals once
+			again := c.must(200, "POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, answer, `"episode_id": "`+ep.run+`"`))
+			expect(t, again, id, "id")
+			expect(t, again, first, "episode_id")
+		}
+		if got := judgeSignalsOf(t, c, ep.agent, ep.run); !reflect.DeepEqual(got, want) {
+			t.Errorf("episode %s: judge signals %v, want %v", ep.run, got, want)
+		}
+		ev := list(t, c.must(200, "GET", "/v1/jobs/"+ep.run+"/rewards", ""), "items")
+		if len(ev) != 1 || !strings.Contains(fmt.Sprint(ev[0]), id) {
+			t.Errorf("episode %s: evidence %v, want the reward %s", ep.run, ev, id)
+		}
+	}
+	if got := judgeSignalsOf(t, c, a, first); !reflect.DeepEqual(got, want) {
+		t.Errorf("the first episode: judge signals %v, want %v", got, want)
+	}
+}
+
+// TestSeed003SameAnswerNewEpisodeWhilePending: an episode linked while the
+// first reward is pending gets its signals when the reward is scored, also
+// when a restart came between (the restarted dispatcher scores it).
+func TestSeed003SameAnswerNewEpisodeWhilePending(t *testing.T) {
+	var answering atomic.Bool // the judge answers met, or lets the request time out
+	h := newHarness(t, config{JudgeDeadline: 5 * time.Second,
+		Judge: func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+			for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+				if answering.Load() {
+					return []byte(`{"met": true}`), nil
+				}
+			}
+			return nil, errors.New("judge timed out")
+		}})
+	c := h.client(adminKey)
+	c.must(201, "POST", "/v1/tasks", judgeTask)
+	a := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "bot"}`), "id")
+	run := func() string { return str(t, c.must(201, "POST", "/api/v1/agents/"+a+"/runs", `{}`), "id") }
+	want := map[string][]float64{"judge.reward": {1}, "judge.partial": {1}, "judge.must_pass": {1}, "judge.all_pass": {1}}
+	for _, restart := range []bool{false, true} {
+		first, linked := run(), run()
+		answer := fmt.Sprintf("refund, restart %v", restart)
+		body := func(run string) string { return reward(`{"id": "acme/tone"}`, answer, `"episode_id": "`+run+`"`) }
+		answering.Store(false)
+		r := c.request("POST", "/v1/rewards", body(first), nil)
+		if r.status != 202 {
+			t.Fatalf("first: %d %s", r.status, r.body)
+		}
+		id := str(t, r.json(t), "id")
+		if again := c.request("POST", "/v1/rewards", body(linked), nil); again.status != 202 || str(t, again.json(t), "id") != id {
+			t.Fatalf("same answer while pending: %d %s", again.status, again.body)
+		}
+		if got := judgeSignalsOf(t, c, a, linked); len(got) != 0 {
+			t.Fatalf("signals before the reward is scored: %v", got)
+		}
+		if restart {
+			h.restart()
+			c = h.client(adminKey)
+		}
+		answering.Store(true)
+		if g := c.request("GET", "/v1/rewards/"+id, "", map[string]string{"Prefer": "wait=10"}); g.status != 200 {
+			t.Fatalf("restart %v: reward %d %s", restart, g.status, g.body)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !reflect.DeepEqual(judgeSignalsOf(t, c, a, linked), want) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := judgeSignalsOf(t, c, a, linked); !reflect.DeepEqual(got, want) {
+			t.Errorf("restart %v: linked episode after scoring: %v, want %v", restart, got, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package judging
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -26,10 +27,11 @@ type DispatchConfig struct {
 	// request to a judge gets at most a third of it (attemptShare), so
 	// one that times out is asked again, likely of another worker.
 	Deadline time.Duration
-	// Episode appends a scored reward's judge.* signals to its episode,
-	// idempotently (dedup keys): it may be called again for the same reward
-	// after a crash. nil: nothing is appended.
-	Episode func(Reward) error
+	// Episode appends a scored reward's judge.* signals to one episode, its
+	// own or one linked to it (LinkEpisode), idempotently (dedup keys): it
+	// may be called again for the same signals after a crash. nil: nothing
+	// is appended.
+	Episode func(EpisodeSignals) error
 	// Owns reports whether this node judges r now: in a cluster, whether
 	// it serves r's task. A reward not owned is not started, and one that
 	// stops being owned while its judges are asked is dropped before its
@@ -50,10 +52,10 @@ const (
 	attemptShare = 3
 )
 
-// errClosed: the dispatcher has stopped; the reward stays as it is on disk.
+// ErrClosed: the dispatcher has stopped; the reward stays as it is on disk.
 // errNotOwned: the reward's task moved to another node, which resumes it.
 var (
-	errClosed   = errors.New("judging: dispatcher closed")
+	ErrClosed   = errors.New("judging: dispatcher closed")
 	errNotOwned = errors.New("judging: the reward's task is served by another node now")
 )
 
@@ -99,7 +101,17 @@ func (d *Dispatcher) Resume() error {
 	for _, r := range open {
 		d.Start(r)
 	}
-	return err
+	// Links whose reward was final before they were settled (a stop in
+	// between); those of a pending reward are its dispatcher's.
+	linked, lerr := d.j.linkedRewards()
+	for _, r := range linked {
+		if r.Final() && d.cfg.Owns(r) {
+			if err := d.SettleLinks(r); err != nil && !errors.Is(err, ErrClosed) {
+				lerr = errors.Join(lerr, fmt.Errorf("reward %s: %w", r.ID, err))
+			}
+		}
+	}
+	return errors.Join(err, lerr)
 }
 
 // Start takes an open reward this node owns in hand, unless it is already:
@@ -129,7 +141,7 @@ func (d *Dispatcher) Start(r Reward) {
 			if r, err = d.score(r); err != nil {
 				if errors.Is(err, errNotOwned) {
 					d.cfg.Logger.Info("judged reward left to its task's new node", "reward", r.ID)
-				} else if !errors.Is(err, errClosed) {
+				} else if !errors.Is(err, ErrClosed) {
 					d.cfg.Logger.Error("judged reward not stored; it is resumed at the next start", "reward", r.ID, "err", err)
 				}
 				return
@@ -139,24 +151,56 @@ func (d *Dispatcher) Start(r Reward) {
 	}()
 }
 
-// Settle appends a scored reward's episode signals, if it has any still to
-// append, and closes the reward. A failure is logged; the reward stays open
-// and is tried again at the next Resume.
+// Settle appends a final reward's episode signals, to its own episode if it
+// has any still to append (and closes the reward) and to the episodes
+// linked to it (see SettleLinks). A failure is logged; what was not
+// appended is tried again at the next Resume.
 func (d *Dispatcher) Settle(r Reward) {
-	if !r.SignalsPending || d.cfg.Episode == nil {
-		return
+	if r.SignalsPending && d.cfg.Episode != nil {
+		err := d.write(func() error {
+			if err := d.cfg.Episode(r.episodeSignals(r.EpisodeID, r.EpisodeAgent)); err != nil {
+				return err
+			}
+			r.SignalsPending = false
+			return d.j.putReward(r)
+		})
+		if err != nil && !errors.Is(err, ErrClosed) {
+			d.cfg.Logger.Warn("judge signals not appended to the episode; retried at the next start",
+				"reward", r.ID, "episode", r.EpisodeID, "err", err)
+		}
 	}
-	err := d.write(func() error {
-		if err := d.cfg.Episode(r); err != nil {
+	if err := d.SettleLinks(r); err != nil && !errors.Is(err, ErrClosed) {
+		d.cfg.Logger.Warn("judge signals not appended to a linked episode; retried at the next start",
+			"reward", r.ID, "err", err)
+	}
+}
+
+// SettleLinks appends a final reward's signals to each episode linked to it
+// and drops each link once its signals are in (a failed reward's links are
+// dropped: it has no scores to give). A pending reward is left alone: its
+// dispatcher settles its links once it is final. Appending is idempotent,
+// so the request that linked an episode and the dispatcher may both do it.
+func (d *Dispatcher) SettleLinks(r Reward) error {
+	if !r.Final() {
+		return nil
+	}
+	return d.write(func() error {
+		links, err := d.j.links(r.Workspace, r.ID)
+		if err != nil {
 			return err
 		}
-		r.SignalsPending = false
-		return d.j.putReward(r)
+		for _, l := range links {
+			if r.Status == StatusScored && d.cfg.Episode != nil {
+				if err := d.cfg.Episode(r.episodeSignals(l.run, l.agent)); err != nil {
+					return fmt.Errorf("episode %s: %w", l.run, err)
+				}
+			}
+			if err := d.j.unlink(r.Workspace, r.ID, l.run); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil && !errors.Is(err, errClosed) {
-		d.cfg.Logger.Warn("judge signals not appended to the episode; retried at the next start",
-			"reward", r.ID, "episode", r.EpisodeID, "err", err)
-	}
 }
 
 // write runs fn unless the dispatcher is closed; Close waits for it.
@@ -164,7 +208,7 @@ func (d *Dispatcher) write(fn func() error) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		return errClosed
+		return ErrClosed
 	}
 	d.writes.Add(1)
 	d.mu.Unlock()
@@ -213,7 +257,7 @@ func (d *Dispatcher) score(r Reward) (Reward, error) {
 			if !d.cfg.Owns(r) {
 				return
 			}
-			if err := d.write(func() error { return d.j.putReward(r) }); err != nil && !errors.Is(err, errClosed) {
+			if err := d.write(func() error { return d.j.putReward(r) }); err != nil && !errors.Is(err, ErrClosed) {
 				d.cfg.Logger.Warn("judged reward progress not stored", "reward", r.ID, "err", err)
 			}
 		}()
@@ -221,7 +265,7 @@ func (d *Dispatcher) score(r Reward) (Reward, error) {
 	wg.Wait()
 	select {
 	case <-d.stop:
-		return r, errClosed
+		return r, ErrClosed
 	default:
 	}
 	for _, o := range r.Outcomes {

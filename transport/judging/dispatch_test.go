@@ -1,6 +1,8 @@
 package judging
 
 import (
+	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,5 +124,61 @@ func TestAWaiterSeesARewardAnotherNodeFinished(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the waiter was not answered once the reward was final")
+	}
+}
+
+// An episode link that a stop left unsettled is settled by the next
+// Resume: a scored reward's signals go to the linked run, keyed by the
+// reward and the run; a failed reward's link is dropped with nothing sent.
+func TestResumeSettlesTheLinksOfFinalRewards(t *testing.T) {
+	j, _ := toneJudging(t)
+	met := true
+	judged := func(answer string) Reward {
+		d := NewDispatcher(j, DispatchConfig{Deadline: 200 * time.Millisecond,
+			Judge: func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+				if !met {
+					return nil, errors.New("judge down")
+				}
+				return []byte(`{"met": true}`), nil
+			}})
+		defer d.Close()
+		r, _, err := j.CreateReward("ws", NewReward{TaskID: "a/t", Answer: answer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Start(r)
+		if r, err = d.Wait("ws", r.ID, 5*time.Second); err != nil || !r.Final() {
+			t.Fatalf("reward %+v, %v; want it final", r, err)
+		}
+		return r
+	}
+	scored := judged("scored")
+	met = false
+	failed := judged("failed")
+	for _, l := range []struct{ rid, run string }{{scored.ID, "run_a"}, {scored.ID, "run_b"}, {failed.ID, "run_c"}} {
+		if err := j.LinkEpisode("ws", l.rid, l.run, "agt_1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []EpisodeSignals
+	d := NewDispatcher(j, DispatchConfig{Episode: func(e EpisodeSignals) error { got = append(got, e); return nil }})
+	defer d.Close()
+	if err := d.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	want := []EpisodeSignals{
+		{Workspace: "ws", Reward: scored.ID, Key: scored.ID + "/run_a", Run: "run_a", Agent: "agt_1", Scores: scored.Scores},
+		{Workspace: "ws", Reward: scored.ID, Key: scored.ID + "/run_b", Run: "run_b", Agent: "agt_1", Scores: scored.Scores},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("signals sent %+v, want %+v", got, want)
+	}
+	for _, rid := range []string{scored.ID, failed.ID} {
+		if links, err := j.links("ws", rid); err != nil || len(links) != 0 {
+			t.Errorf("reward %s: links %v, %v after Resume; want none", rid, links, err)
+		}
+	}
+	if linked, err := j.linkedRewards(); err != nil || len(linked) != 0 {
+		t.Errorf("linked rewards after Resume: %v, %v", linked, err)
 	}
 }

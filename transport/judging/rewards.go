@@ -338,6 +338,92 @@ func episodePrefix(ws, runID string) []byte {
 
 func episodeKey(ws, runID, rid string) []byte { return append(episodePrefix(ws, runID), rid...) }
 
+// EpisodeSignals are the judge.* signals a scored reward appends to one
+// episode: its scores, on run Run of agent Agent, each with dedup key
+// "<kind>/<Key>".
+type EpisodeSignals struct {
+	Workspace string
+	Reward    string // the reward's id
+	Key       string
+	Run       string
+	Agent     string
+	Scores    judge.Scores
+}
+
+// episodeSignals are r's signals for episode run of agent: keyed by r's id
+// on its own episode, by r's id and the run on a linked one (an episode of
+// the same agent would otherwise find its signals already there).
+func (r Reward) episodeSignals(run, agent string) EpisodeSignals {
+	key := r.ID
+	if run != r.EpisodeID {
+		key += "/" + run
+	}
+	return EpisodeSignals{Workspace: r.Workspace, Reward: r.ID, Key: key, Run: run, Agent: agent, Scores: r.Scores}
+}
+
+// An episode link: the same answer sent again with an episode of its own
+// gets the first reward, and its episode that reward's signals. The link
+// (judging/link/<ws>/<rw id>/<run id> → the run's agent) is kept until
+// they are appended.
+type link struct{ run, agent string }
+
+func linkPrefix(ws, rid string) []byte { return []byte("judging/link/" + ws + "/" + rid + "/") }
+
+// LinkEpisode links run (of agent) to reward rid of ws: the reward is
+// listed among the run's evidence, and its signals are appended to the run
+// once it is scored (Dispatcher.SettleLinks). Synced before it returns.
+func (j *Judging) LinkEpisode(ws, rid, run, agent string) error {
+	return j.store.Put(persist.KV{Key: append(linkPrefix(ws, rid), run...), Value: []byte(agent)},
+		persist.KV{Key: episodeKey(ws, run, rid), Value: []byte{}})
+}
+
+// links lists the episodes linked to reward rid of ws and not yet settled.
+func (j *Judging) links(ws, rid string) ([]link, error) {
+	var out []link
+	prefix := linkPrefix(ws, rid)
+	err := j.store.Scan(prefix, func(k, v []byte) error {
+		out = append(out, link{run: string(k[len(prefix):]), agent: string(v)})
+		return nil
+	})
+	return out, err
+}
+
+func (j *Judging) unlink(ws, rid, run string) error {
+	return j.store.Put(persist.KV{Key: append(linkPrefix(ws, rid), run...)})
+}
+
+// linkedRewards lists the rewards of every workspace with an episode link
+// not yet settled.
+func (j *Judging) linkedRewards() ([]Reward, error) {
+	var keys [][2]string
+	err := j.store.Scan([]byte("judging/link/"), func(k, _ []byte) error {
+		rest := strings.TrimPrefix(string(k), "judging/link/")
+		ws, rest, ok1 := strings.Cut(rest, "/")
+		rid, _, ok2 := strings.Cut(rest, "/")
+		if !ok1 || !ok2 {
+			return fmt.Errorf("episode link key %q: %w", k, persist.ErrCorrupt)
+		}
+		if n := len(keys); n == 0 || keys[n-1] != [2]string{ws, rid} {
+			keys = append(keys, [2]string{ws, rid})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Reward, 0, len(keys))
+	var errs []error
+	for _, k := range keys {
+		r, err := j.Reward(k[0], k[1])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reward %s/%s: %w", k[0], k[1], err))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
 // episodeIndexDone marks the episode index as complete: every reward with
 // an episode written before the index existed has its entry.
 var episodeIndexDone = []byte("judging/meta/episode-index")
