@@ -20,7 +20,7 @@ const toneTask = `{"id": "acme/tone", "rubric": {"criteria": [
 const toneReward = `{"task": {"id": "acme/tone"}, "answer": "We will refund you."}`
 
 // judgeWorker serves plaudit.judge.default.<subject> with reply after
-// delay; it counts the requests it gets.
+// delay (no reply when it is ""); it counts the requests it gets.
 type judgeWorker struct {
 	nc    *nats.Conn
 	asked atomic.Int32
@@ -47,7 +47,9 @@ func startJudge(t *testing.T, s *Server, subject string, delay time.Duration, re
 			t.Errorf("judge request %s: %v", m.Data, err)
 		}
 		time.Sleep(delay)
-		_ = m.Respond([]byte(reply(n)))
+		if r := reply(n); r != "" { // "": no answer
+			_ = m.Respond([]byte(r))
+		}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,22 +125,12 @@ func TestJudgedRewardTimedOutRequestIsAskedAgain(t *testing.T) {
 	s := startServer(t, Config{JudgeDeadline: 3 * time.Second})
 	c := newClient(t, s, adminKey)
 	c.must(201, "POST", "/v1/tasks", toneTask)
-	nc, err := nats.Connect(s.NATSURL(), nats.Token(adminKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	var asked atomic.Int32
-	if _, err := nc.Subscribe("plaudit.judge.default.tone", func(m *nats.Msg) {
-		if asked.Add(1) > 1 { // the first request is never answered
-			_ = m.Respond([]byte(`{"met": true}`))
+	w := startJudge(t, s, "tone", 0, func(n int32) string {
+		if n == 1 {
+			return "" // the first request is never answered
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+		return `{"met": true}`
+	})
 	r := c.request("POST", "/v1/rewards", toneReward, map[string]string{"Prefer": "wait=10"})
 	if r.status != 201 {
 		t.Fatalf("POST: %d %s", r.status, r.body)
@@ -146,7 +138,7 @@ func TestJudgedRewardTimedOutRequestIsAskedAgain(t *testing.T) {
 	rw := r.json(t)
 	expect(t, rw, "scored", "status")
 	expect(t, rw, 1.0, "scores", "reward")
-	if n := asked.Load(); n != 2 {
+	if n := w.asked.Load(); n != 2 {
 		t.Errorf("the judge was asked %d times, want 2", n)
 	}
 }

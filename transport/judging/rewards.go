@@ -272,7 +272,13 @@ func (j *Judging) openRewards() ([]Reward, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One unreadable record does not keep the others from resuming.
+	return j.rewardsAt(keys)
+}
+
+// rewardsAt reads the rewards named {workspace, reward id}. One unreadable
+// record does not keep the others from resuming: its error is joined to
+// the ones returned.
+func (j *Judging) rewardsAt(keys [][2]string) ([]Reward, error) {
 	out := make([]Reward, 0, len(keys))
 	var errs []error
 	for _, k := range keys {
@@ -411,17 +417,7 @@ func (j *Judging) linkedRewards() ([]Reward, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Reward, 0, len(keys))
-	var errs []error
-	for _, k := range keys {
-		r, err := j.Reward(k[0], k[1])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("reward %s/%s: %w", k[0], k[1], err))
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, errors.Join(errs...)
+	return j.rewardsAt(keys)
 }
 
 // episodeIndexDone marks the episode index as complete: every reward with
