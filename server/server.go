@@ -264,7 +264,7 @@ func (s *Server) start() (err error) {
 	}
 	var ui http.Handler
 	if !cfg.NoConsole {
-		if ui, err = console.New(console.Config{Poll: cfg.ConsolePoll, Logger: cfg.Logger}, s.service); err != nil {
+		if ui, err = console.New(console.Config{Poll: cfg.ConsolePoll, Now: cfg.Now, Logger: cfg.Logger}, s.service); err != nil {
 			return fmt.Errorf("console: %w", err)
 		}
 	}

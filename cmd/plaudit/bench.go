@@ -71,6 +71,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 { // flag stops at it: the flags after it would be ignored
+		return fmt.Errorf("bench: unexpected argument %q (bench takes flags only)", fs.Arg(0))
+	}
 	for _, f := range strings.Split(*conc, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 1 {

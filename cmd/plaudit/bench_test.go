@@ -184,3 +184,14 @@ func targetServer(t *testing.T) (bin string, srv *plaudit) {
 	bin = buildPlaudit(t)
 	return bin, startPlaudit(t, bin, t.TempDir(), "target")
 }
+
+// TestBenchRefusesStrayArguments: flag parsing stops at the first
+// argument that is not a flag, so the flags after it would be dropped
+// without a word; bench refuses it instead, before running anything.
+func TestBenchRefusesStrayArguments(t *testing.T) {
+	var out, errs bytes.Buffer
+	err := runBench([]string{"--ops", "1", "extra", "-run", "nomatch"}, &out, &errs)
+	if err == nil || !strings.Contains(err.Error(), `"extra"`) || out.Len() != 0 {
+		t.Fatalf("runBench with a stray argument: %v, output %q", err, out.String())
+	}
+}

@@ -16,9 +16,9 @@ import (
 // its HTTP API (GET/POST /v1/workspaces/{ws}/api-keys, DELETE …/{id}), as
 // any client would manage them; it never opens the data directory.
 type keysCmd struct {
-	Server    string `default:"http://127.0.0.1:8080" env:"PLAUDIT_SERVER" placeholder:"URL" help:"Base URL of the running server."`
+	Server    string `default:"http://127.0.0.1:8080" env:"PLAUDIT_SERVER" placeholder:"URL" help:"Base URL of the running server (${default})."`
 	Key       string `required:"" env:"PLAUDIT_KEY,PLAUDIT_API_KEY" placeholder:"KEY" help:"An API key that may act on the workspace (an admin key for every workspace)."`
-	Workspace string `short:"w" default:"default" env:"PLAUDIT_WORKSPACE" placeholder:"WS" help:"The workspace whose keys these are."`
+	Workspace string `short:"w" default:"default" env:"PLAUDIT_WORKSPACE" placeholder:"WS" help:"The id of the workspace whose keys these are (ws_…, or default)."`
 	JSON      bool   `name:"json" help:"Print the server's JSON answer instead of a table."`
 
 	List   keysListCmd   `cmd:"" help:"List the workspace's keys, revoked ones included, with their last use (no secrets)."`

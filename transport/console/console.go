@@ -15,6 +15,7 @@
 package console
 
 import (
+	"crypto/rand"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -38,8 +39,8 @@ const Prefix = "/ui/"
 type Config struct {
 	// SessionTTL is how long a session lasts after its last request (12h).
 	SessionTTL time.Duration
-	// MaxSessions bounds the signed-in sessions kept in memory, and apart
-	// from them the visitors' (10,000 each); past it the least recently
+	// MaxSessions bounds the sessions kept in memory for each workspace,
+	// and for admin keys (10,000 each); past it the pool's least recently
 	// used is dropped.
 	MaxSessions int
 	// Poll is how often the agent page asks whether the agent changed (3s).
@@ -53,6 +54,7 @@ type Console struct {
 	cfg      Config
 	svc      *api.Service
 	sessions *sessions
+	secret   [32]byte // keys the sign-in forms' CSRF tokens (signinForm)
 	pages    map[string]*template.Template
 	static   http.Handler
 	mux      *http.ServeMux
@@ -85,6 +87,7 @@ func New(cfg Config, svc *api.Service) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, svc: svc, sessions: newSessions(cfg.SessionTTL, cfg.MaxSessions, cfg.Now), pages: pages,
 		static: http.StripPrefix(Prefix+"static/", http.FileServerFS(static))}
+	_, _ = rand.Read(c.secret[:])
 	c.routes()
 	return c, nil
 }

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var (
@@ -17,6 +19,15 @@ var (
 )
 
 func urlEncode(s string) string { return url.QueryEscape(s) }
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
 
 // num formats as the console does: at most 3 decimals, trailing zeros cut.
 func num(v float64) string {
@@ -32,15 +43,21 @@ func rowRE(id string) *regexp.Regexp {
 	return regexp.MustCompile(`(?s)<tr data-variation="` + regexp.QuoteMeta(id) + `".*?</tr>`)
 }
 
+// cookie returns the session cookie p sets.
 func cookie(t *testing.T, p page) *http.Cookie {
+	t.Helper()
+	return cookieNamed(t, p, "plaudit_session")
+}
+
+func cookieNamed(t *testing.T, p page, name string) *http.Cookie {
 	t.Helper()
 	for _, line := range p.header.Values("Set-Cookie") {
 		c, err := http.ParseSetCookie(line)
-		if err == nil && c.Name == "plaudit_session" {
+		if err == nil && c.Name == name {
 			return c
 		}
 	}
-	t.Fatalf("no session cookie in %v", p.header)
+	t.Fatalf("no %s cookie in %v", name, p.header)
 	return nil
 }
 
@@ -56,10 +73,15 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 	if p := b.get("/"); p.status != http.StatusFound || !strings.HasSuffix(p.header.Get("Location"), "/ui/") {
 		t.Errorf("GET / → %d %q, want a redirect to /ui/", p.status, p.header.Get("Location"))
 	}
+	// The form's token is keyed by a nonce cookie of the sign-in path: a
+	// visitor holds no session.
 	p = b.get("/ui/signin")
-	visitor := cookie(t, p)
-	if !visitor.HttpOnly || visitor.SameSite != http.SameSiteStrictMode || visitor.Secure || visitor.Path != "/ui/" {
-		t.Errorf("cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /ui/", visitor)
+	nonce := cookieNamed(t, p, "plaudit_signin")
+	if !nonce.HttpOnly || nonce.SameSite != http.SameSiteStrictMode || nonce.Secure || nonce.Path != "/ui/signin" {
+		t.Errorf("sign-in cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /ui/signin", nonce)
+	}
+	if vs := p.header.Values("Set-Cookie"); len(vs) != 1 {
+		t.Errorf("the sign-in form set %v, want only its nonce", vs)
 	}
 	if p.header.Get("Content-Security-Policy") == "" || p.header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("headers %v", p.header)
@@ -79,25 +101,42 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d with %q", c.name, p.status, p.body, c.status, c.body)
 		}
 	}
-	// A good key starts a new session (not the visitor's id), and an
-	// off-site next is ignored.
-	p = b.do("POST", "/ui/signin", map[string]string{"key": adminKey, "csrf": b.csrf, "next": "https://evil.example/"}, nil)
+	// A good key starts a session, and an off-site next (or one holding a
+	// control character) is ignored.
+	form := b.csrf
+	p = b.do("POST", "/ui/signin", map[string]string{"key": adminKey, "csrf": form, "next": "https://evil.example/"}, nil)
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/agents" {
 		t.Fatalf("sign-in: %d → %q", p.status, p.header.Get("Location"))
 	}
-	if signed := cookie(t, p); signed.Value == visitor.Value {
-		t.Error("the session id was not renewed at sign-in")
+	first := cookie(t, p)
+	if !first.HttpOnly || first.SameSite != http.SameSiteStrictMode || first.Secure || first.Path != "/ui/" {
+		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path /ui/", first)
 	}
 	if p := b.get("/ui/agents"); p.status != 200 || !strings.Contains(p.body, "No agents") {
 		t.Fatalf("agents: %d", p.status)
 	}
-	// Behind a TLS proxy the cookie is Secure.
+	// Signing in again ends the session the browser had: an id planted
+	// before sign-in is worthless.
+	p = b.do("POST", "/ui/signin", map[string]string{"key": adminKey, "csrf": form, "next": "/ui/../\t/evil.example"}, nil)
+	if p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/agents" {
+		t.Fatalf("sign-in again: %d → %q", p.status, p.header.Get("Location"))
+	}
+	if again := cookie(t, p); again.Value == first.Value {
+		t.Error("the session id was not renewed at sign-in")
+	}
+	planted := e.browser()
+	planted.hc.Jar.SetCookies(mustURL(t, e.base+"/ui/"), []*http.Cookie{{Name: "plaudit_session", Value: first.Value}})
+	if p := planted.get("/ui/agents"); p.status != http.StatusSeeOther {
+		t.Errorf("the session ended by the second sign-in: %d, want a redirect to sign in", p.status)
+	}
+	// Behind a TLS proxy the cookies are Secure.
 	b2 := e.browser()
-	if c := cookie(t, b2.do("GET", "/ui/signin", nil, map[string]string{"X-Forwarded-Proto": "https"})); !c.Secure {
+	if c := cookieNamed(t, b2.do("GET", "/ui/signin", nil, map[string]string{"X-Forwarded-Proto": "https"}), "plaudit_signin"); !c.Secure {
 		t.Error("cookie not Secure behind X-Forwarded-Proto: https")
 	}
 
-	// Sign-out is a CSRF-protected POST.
+	// Sign-out is a CSRF-protected POST, with the session's token.
+	b.get("/ui/agents")
 	if p := b.do("POST", "/ui/signout", map[string]string{}, nil); p.status != http.StatusForbidden {
 		t.Errorf("sign-out without token: %d", p.status)
 	}
@@ -252,5 +291,57 @@ func TestAgentPages(t *testing.T) {
 	}
 	if p := b.get(a + "/runs/run_nope"); p.status != http.StatusNotFound {
 		t.Errorf("unknown run: %d", p.status)
+	}
+}
+
+// TestSessionCookieRenewedWhileInUse: the session cookie, sent with the
+// session's TTL to live, is sent again on a request once a twelfth of the
+// TTL has passed, so a browser in use keeps it past TTL after sign-in.
+func TestSessionCookieRenewedWhileInUse(t *testing.T) {
+	e := start(t)
+	b := e.browser()
+	b.signIn(adminKey)
+	if p := b.get("/ui/agents"); len(p.header.Values("Set-Cookie")) != 0 {
+		t.Errorf("a page just after sign-in sets %v", p.header.Values("Set-Cookie"))
+	}
+	for range 13 { // 13 hours of use, a page an hour: past the 12 h TTL
+		e.clk.Advance(time.Hour)
+		p := b.get("/ui/agents")
+		if p.status != 200 {
+			t.Fatalf("a page after %v of use: %d", time.Hour, p.status)
+		}
+		if c := cookie(t, p); c.MaxAge != int((12 * time.Hour).Seconds()) {
+			t.Errorf("renewed cookie %+v, want Max-Age of the TTL", c)
+		}
+	}
+}
+
+// TestReleaseLinksKeepTheirLabel: a release label holding '/', '+' or a
+// space links to its own version page.
+func TestReleaseLinksKeepTheirLabel(t *testing.T) {
+	e := start(t)
+	agent := e.api(adminKey, 201, "POST", "/api/v1/agents", map[string]any{"name": "labels"})["id"].(string)
+	labels := []string{"feature/x", "1.0 beta", "a+b"}
+	for _, v := range labels {
+		e.api(adminKey, 201, "POST", "/api/v1/agents/"+agent+"/runs", map[string]any{"version": v})
+	}
+	b := e.browser()
+	b.signIn(adminKey)
+	page := b.get("/ui/agents/" + agent)
+	links := map[string]string{} // label → href
+	for _, m := range regexp.MustCompile(`href="(/ui/agents/[^/"]+/versions\?v=[^"]*)">version ([^<]*)<`).FindAllStringSubmatch(page.body, -1) {
+		links[html.UnescapeString(m[2])] = html.UnescapeString(m[1])
+	}
+	for _, v := range labels {
+		href, ok := links[v]
+		if !ok {
+			t.Errorf("no link for version %q in %v", v, links)
+			continue
+		}
+		// The page shows the version asked for first.
+		got := regexp.MustCompile(`data-version="([^"]*)"`).FindStringSubmatch(b.get(href).body)
+		if got == nil || html.UnescapeString(got[1]) != v {
+			t.Errorf("the link of version %q (%s) shows version %v", v, href, got)
+		}
 	}
 }

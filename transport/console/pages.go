@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plaudit/plaudit/transport/api"
@@ -342,9 +343,8 @@ func (c *Console) runPage(w http.ResponseWriter, r *http.Request, s *session) {
 	evidence := make([]evidenceRow, len(ev.Items))
 	for i, e := range ev.Items {
 		evidence[i].E = e
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, e.Detail, "", "  ") == nil && pretty.String() != "{}" {
-			evidence[i].Detail = pretty.String()
+		if pretty, err := indentJSON(e.Detail); err == nil && pretty != "{}" {
+			evidence[i].Detail = pretty
 		}
 		// A standing report with a value is a signal of kind = scorer (at
 		// its updated_at); feedback and judged rewards are listed only
@@ -412,9 +412,7 @@ func (c *Console) objectiveData(s *session, r *http.Request, id string) (map[str
 		if err := c.ask(s, api.GetObjectiveVersion, api.Target{Agent: id, Version: strconv.Itoa(v)}, nil, o); err != nil {
 			return nil, err
 		}
-		var pretty bytes.Buffer
-		_ = json.Indent(&pretty, o.Definition, "", "  ")
-		versions[v].Pretty = pretty.String()
+		versions[v].Pretty, _ = indentJSON(o.Definition)
 	}
 	pick := func(name string, def int) int {
 		if n, err := strconv.Atoi(r.URL.Query().Get(name)); err == nil && n >= 0 && n <= cur.Version {
@@ -463,9 +461,8 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) 
 			}
 			var vs []version
 			for _, it := range task.Items {
-				var pretty bytes.Buffer
-				_ = json.Indent(&pretty, it.Task, "", "  ")
-				vs = append(vs, version{it.Version, pretty.String(), it.Seq, it.CreatedAt, it.Version == task.Current})
+				pretty, _ := indentJSON(it.Task)
+				vs = append(vs, version{it.Version, pretty, it.Seq, it.CreatedAt, it.Version == task.Current})
 			}
 			slices.Reverse(vs) // newest first
 			data["Task"], data["Versions"], data["Calibration"] = task, vs, cal
@@ -503,4 +500,34 @@ func judgedColumns(sum taskRewardsJSON, current string) []judgedColumn {
 	}
 	slices.Reverse(cols)
 	return cols
+}
+
+// indentJSON indents JSON the API wrote for a page to show, with the
+// escapes the API writes for '<', '>' and '&' (\u003c…) turned back into
+// the characters: the page's template escapes them for HTML itself.
+func indentJSON(b []byte) (string, error) {
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, b, "", "  "); err != nil {
+		return "", err
+	}
+	in := pretty.Bytes()
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		if in[i] != '\\' || i+1 == len(in) {
+			out = append(out, in[i])
+			continue
+		}
+		if in[i+1] == 'u' && i+6 <= len(in) {
+			switch strings.ToLower(string(in[i+2 : i+6])) {
+			case "003c", "003e", "0026":
+				n, _ := strconv.ParseUint(string(in[i+2:i+6]), 16, 8)
+				out = append(out, byte(n))
+				i += 5
+				continue
+			}
+		}
+		out = append(out, in[i], in[i+1]) // an escape, whole: "\\\\" is one backslash
+		i++
+	}
+	return string(out), nil
 }

@@ -53,7 +53,6 @@ var funcs = template.FuncMap{
 	},
 	"colour": colour,
 	"add":    func(a, b int) int { return a + b },
-	"query":  url.QueryEscape,
 	"path":   url.PathEscape,
 	"op":     func(b byte) string { return string(b) },
 	"deltaf": deltaf,

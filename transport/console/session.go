@@ -2,7 +2,9 @@ package console
 
 import (
 	"container/list"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
@@ -17,37 +19,44 @@ import (
 // the key.
 const cookieName = "plaudit_session"
 
-// session is one browser's state: its CSRF token from the first visit, and
-// once signed in, the key it signed in with. The key is re-authenticated on
-// every request, so a revoked key signs its sessions out at once.
+// session is one signed-in browser's state: its CSRF token and the key it
+// signed in with. The key is re-authenticated on every request, so a
+// revoked key signs its sessions out at once.
 type session struct {
-	id      string
-	csrf    string
-	key     string // "" until signed in
-	expires time.Time
-	elem    *list.Element
-	lru     *list.List // the one of sessions.lru it is in
+	id       string
+	csrf     string
+	key      string
+	expires  time.Time
+	cookieAt time.Time // when its cookie was last sent, with TTL to live
+	elem     *list.Element
+	pool     string // its pool in sessions.pools
 
 	principal tenancy.Principal // set per request by signedIn
+	renew     bool              // set by get: the cookie is due to be sent again
 }
 
 // sessions are kept in memory, so a restart signs everyone out: a session
 // holds an API key, and keeping keys on disk beside their hashes would
 // undo the point of storing only hashes. Expiry slides with use (TTL after
-// the last request); past max, the least recently used goes. Visitors (not
-// signed in) and signed-in sessions are bounded apart, so a flood of
-// visits to the sign-in form cannot push anyone signed in out.
+// the last request). Sessions are pooled by workspace, admin keys' in a
+// pool of their own, each pool bounded by max: past it, the pool's least
+// recently used goes, so signing in over and over with one workspace's
+// keys pushes out only that workspace's sessions. Visitors hold no session
+// (see signinForm).
 type sessions struct {
-	mu   sync.Mutex
-	byID map[string]*session
-	lru  [2]*list.List // visitors, signed in; front: most recently used
-	ttl  time.Duration
-	max  int
-	now  func() time.Time
+	mu    sync.Mutex
+	byID  map[string]*session
+	pools map[string]*list.List // front: most recently used
+	ttl   time.Duration
+	max   int
+	now   func() time.Time
 }
 
+// adminPool is the pool of admin keys' sessions: never a workspace id.
+const adminPool = "\x00admin"
+
 func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
-	return &sessions{byID: map[string]*session{}, lru: [2]*list.List{list.New(), list.New()}, ttl: ttl, max: max, now: now}
+	return &sessions{byID: map[string]*session{}, pools: map[string]*list.List{}, ttl: ttl, max: max, now: now}
 }
 
 func token() string {
@@ -57,6 +66,9 @@ func token() string {
 }
 
 // get returns the live session with that id, extending it; nil if none.
+// Its cookie, sent with TTL to live, is due again (renew) once a twelfth
+// of TTL has passed since it was last sent, so a browser in use never
+// drops it.
 func (ss *sessions) get(id string) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -70,23 +82,29 @@ func (ss *sessions) get(id string) *session {
 		return nil
 	}
 	s.expires = now.Add(ss.ttl)
-	s.lru.MoveToFront(s.elem)
+	ss.pools[s.pool].MoveToFront(s.elem)
 	cp := *s
+	if now.Sub(s.cookieAt) >= ss.ttl/12 {
+		s.cookieAt = now
+		cp.renew = true
+	}
 	return &cp
 }
 
-// create starts a session holding key ("" for a visitor not signed in).
-func (ss *sessions) create(key string) *session {
+// create starts a session holding key, in pool.
+func (ss *sessions) create(key, pool string) *session {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	lru := ss.lru[0]
-	if key != "" {
-		lru = ss.lru[1]
+	lru := ss.pools[pool]
+	if lru == nil {
+		lru = list.New()
+		ss.pools[pool] = lru
 	}
 	for lru.Len() >= ss.max {
 		ss.drop(lru.Back().Value.(*session))
 	}
-	s := &session{id: token(), csrf: token(), key: key, expires: ss.now().Add(ss.ttl), lru: lru}
+	now := ss.now()
+	s := &session{id: token(), csrf: token(), key: key, expires: now.Add(ss.ttl), cookieAt: now, pool: pool}
 	s.elem = lru.PushFront(s)
 	ss.byID[s.id] = s
 	cp := *s
@@ -103,7 +121,11 @@ func (ss *sessions) end(id string) {
 }
 
 func (ss *sessions) drop(s *session) {
-	s.lru.Remove(s.elem)
+	lru := ss.pools[s.pool]
+	lru.Remove(s.elem)
+	if lru.Len() == 0 {
+		delete(ss.pools, s.pool)
+	}
 	delete(ss.byID, s.id)
 }
 
@@ -132,15 +154,35 @@ func (c *Console) current(r *http.Request) *session {
 	return c.sessions.get(ck.Value)
 }
 
-// visitor returns the request's session, starting one (not signed in) when
-// it has none, so the sign-in form has a CSRF token too.
-func (c *Console) visitor(w http.ResponseWriter, r *http.Request) *session {
-	if s := c.current(r); s != nil {
-		return s
+// signinCookie holds a visitor's sign-in nonce. The sign-in form's CSRF
+// token is the nonce's HMAC under the console's secret, so a visitor takes
+// no memory on the server, and no flood of visits can push a pending form
+// out.
+const signinCookie = "plaudit_signin"
+
+// signinForm returns the request's sign-in form token, sending a fresh
+// nonce when the request has none.
+func (c *Console) signinForm(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(signinCookie); err == nil && len(ck.Value) == 64 {
+		return c.signinToken(ck.Value)
 	}
-	s := c.sessions.create("")
-	setCookie(w, r, s, c.cfg.SessionTTL)
-	return s
+	nonce := token()
+	http.SetCookie(w, &http.Cookie{Name: signinCookie, Value: nonce, Path: Prefix + "signin", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: secure(r), MaxAge: int(c.cfg.SessionTTL.Seconds())})
+	return c.signinToken(nonce)
+}
+
+func (c *Console) signinToken(nonce string) string {
+	m := hmac.New(sha256.New, c.secret[:])
+	m.Write([]byte(nonce))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// signinCSRF reports whether a sign-in form carries its nonce's token.
+func (c *Console) signinCSRF(r *http.Request) bool {
+	ck, err := r.Cookie(signinCookie)
+	got := r.PostFormValue("csrf")
+	return err == nil && got != "" && hmac.Equal([]byte(got), []byte(c.signinToken(ck.Value)))
 }
 
 // checkCSRF reports whether a form carries the session's token.
@@ -155,7 +197,7 @@ func checkCSRF(r *http.Request, s *session) bool {
 func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s := c.current(r)
-		if s != nil && s.key != "" {
+		if s != nil {
 			p, err := c.svc.Tenancy().AuthenticateKey(s.key)
 			if err != nil { // revoked since sign-in
 				c.sessions.end(s.id)
@@ -164,7 +206,7 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *session))
 				s.principal = p
 			}
 		}
-		if s == nil || s.key == "" {
+		if s == nil {
 			if strings.HasSuffix(r.URL.Path, "/live") || r.Method != http.MethodGet {
 				http.Error(w, "signed out", http.StatusUnauthorized)
 				return
@@ -176,32 +218,43 @@ func (c *Console) signedIn(h func(http.ResponseWriter, *http.Request, *session))
 			http.Error(w, "the form is stale: reload the page and try again", http.StatusForbidden)
 			return
 		}
+		if s.renew {
+			setCookie(w, r, s, c.cfg.SessionTTL)
+		}
 		h(w, r, s)
 	}
 }
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
-	s := c.visitor(w, r)
-	c.render(w, r, s, http.StatusOK, "signin", map[string]any{"Title": "Sign in", "Next": safeNext(r.URL.Query().Get("next"))})
+	form := &session{csrf: c.signinForm(w, r)}
+	c.render(w, r, form, http.StatusOK, "signin", map[string]any{"Title": "Sign in", "Next": safeNext(r.URL.Query().Get("next"))})
 }
 
-// signin checks the key and starts a new session for it: the visitor's
-// session id is not reused, so an id planted before sign-in is worthless.
+// signin checks the key and starts a new session for it: a session the
+// browser had is ended, not reused, so an id planted before sign-in is
+// worthless.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
-	s := c.current(r)
-	if s == nil || !checkCSRF(r, s) {
+	if !c.signinCSRF(r) {
 		http.Error(w, "the form is stale: reload the page and try again", http.StatusForbidden)
 		return
 	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	next := safeNext(r.PostFormValue("next"))
-	if _, err := c.svc.Tenancy().AuthenticateKey(key); err != nil {
-		c.render(w, r, s, http.StatusUnauthorized, "signin", map[string]any{"Title": "Sign in", "Next": next,
+	p, err := c.svc.Tenancy().AuthenticateKey(key)
+	if err != nil {
+		form := &session{csrf: c.signinForm(w, r)}
+		c.render(w, r, form, http.StatusUnauthorized, "signin", map[string]any{"Title": "Sign in", "Next": next,
 			"Error": "That key is not valid (or has been revoked)."})
 		return
 	}
-	c.sessions.end(s.id)
-	ns := c.sessions.create(key)
+	if old := c.current(r); old != nil {
+		c.sessions.end(old.id)
+	}
+	pool := p.Home
+	if p.Admin {
+		pool = adminPool
+	}
+	ns := c.sessions.create(key, pool)
 	setCookie(w, r, ns, c.cfg.SessionTTL)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -212,9 +265,11 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 }
 
-// safeNext keeps a post-sign-in destination inside the console.
+// safeNext keeps a post-sign-in destination inside the console: a path
+// under Prefix, without a backslash or a control character.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	bad := strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' })
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || bad {
 		return Prefix + "agents"
 	}
 	return next

@@ -172,7 +172,10 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		d.ui(ctx)
 		return
 	case d.ui != nil && (path == "/" || path == "/ui") && (ctx.IsGet() || ctx.IsHead()):
-		ctx.Redirect(uiPrefix, fasthttp.StatusFound)
+		// Relative: fasthttp's Redirect writes an absolute URL built from
+		// the Host header, which a cache could keep for someone else.
+		ctx.Response.Header.Set("Location", uiPrefix)
+		ctx.SetStatusCode(fasthttp.StatusFound)
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {

@@ -833,7 +833,8 @@ func TestPathSegmentsDecodedOneByOne(t *testing.T) {
 }
 
 // TestEveryAnswerHasARequestID: the console's pages, its redirects and
-// /metrics carry X-Request-Id like the API's answers.
+// /metrics carry X-Request-Id like the API's answers; the redirects to the
+// console are relative.
 func TestEveryAnswerHasARequestID(t *testing.T) {
 	text := func(body string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -847,13 +848,19 @@ func TestEveryAnswerHasARequestID(t *testing.T) {
 		path   string
 		status int
 	}{{"/metrics", 200}, {"/ui/", 200}, {"/ui/static/x.css", 200}, {"/", 302}, {"/ui", 302}} {
-		resp, err := e.hc.Get("http://plaudit.test" + tc.path)
+		req, _ := http.NewRequest("GET", "http://plaudit.test"+tc.path, nil)
+		req.Host = "evil.example"
+		resp, err := e.hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.status || resp.Header.Get("X-Request-Id") == "" {
 			t.Errorf("GET %s: %d, X-Request-Id %q; want %d with one", tc.path, resp.StatusCode, resp.Header.Get("X-Request-Id"), tc.status)
+		}
+		// A redirect names no host, least of all the one the request named.
+		if loc := resp.Header.Get("Location"); tc.status == 302 && loc != "/ui/" {
+			t.Errorf("GET %s redirects to %q, want /ui/", tc.path, loc)
 		}
 	}
 }
