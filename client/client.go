@@ -83,7 +83,10 @@ func defaults() options {
 // Workspace names the workspace the client acts in (default "default", the
 // first workspace). NATS subjects name it, and so do the seed-004 HTTP
 // paths (feedback); the other HTTP paths act in the key's home workspace, so
-// a key of another workspace must name its own here.
+// a key of another workspace must name its own here. Over NATS, a subject
+// of a workspace the key may not use is refused by the server's
+// permissions, which nats.go reports only to the connection's error
+// handler: such a call fails when its Timeout (or context) runs out.
 func Workspace(ws string) Option { return func(o *options) { o.workspace = ws } }
 
 // HTTPClient sets the *http.Client of an HTTP client (default: one of its
@@ -91,7 +94,8 @@ func Workspace(ws string) Option { return func(o *options) { o.workspace = ws } 
 func HTTPClient(hc *http.Client) Option { return func(o *options) { o.httpClient = hc } }
 
 // Timeout bounds a call whose context has no deadline, retries included
-// (default 30s). A context's deadline always wins.
+// (default 30s, plus a judged reward's Wait). A context's deadline always
+// wins.
 func Timeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
 // AttemptTimeout bounds one attempt (default 10s, plus a judged reward's
@@ -154,7 +158,7 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	}
 	if _, ok := ctx.Deadline(); !ok && c.opts.timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.timeout)
+		ctx, cancel = context.WithTimeout(ctx, c.opts.timeout+cl.wait)
 		defer cancel()
 	}
 	for attempt := 1; ; attempt++ {
@@ -194,6 +198,9 @@ func (c *Client) attempt(ctx context.Context, cl *call, body []byte, key string)
 	}
 	a, err := c.door.send(ctx, cl, body, key)
 	if err != nil {
+		if errors.As(err, new(*Error)) || errors.Is(err, ErrUnsupported) {
+			return err // decided before it left: another attempt would fail alike
+		}
 		return &transportError{op: cl.describe(), err: err}
 	}
 	if a.status >= 400 {

@@ -3,7 +3,10 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -275,5 +278,56 @@ func TestDeadlineWithoutServer(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("gave up after %v, past the 300ms deadline", took)
+	}
+}
+
+// TestNATSRefusesWhatNoSubjectCanCarry: over NATS, an agent or workspace
+// name that is not one subject token, and a body over the connection's
+// max_payload, fail at once and are not retried: ErrUnsupported for the
+// names, the door's 413 body_too_large for the body (what HTTP answers).
+func TestNATSRefusesWhatNoSubjectCanCarry(t *testing.T) {
+	s := startServer(t, server.Config{})
+	_, agent, _ := setup(t, s)
+	ctx := context.Background()
+	retried := false
+	opts := []client.Option{client.OnRetry(func(client.Retry) { retried = true })}
+	c := doors[1].open(t, s, opts...)
+	for _, name := range []string{"external_id:team.bot1", "external_id:team bot1", "", "*", ">"} {
+		if _, err := c.Select(ctx, name, client.SelectRequest{}); !errors.Is(err, client.ErrUnsupported) || !strings.Contains(err.Error(), "agent") {
+			t.Errorf("Select(%q) = %v, want ErrUnsupported naming the agent", name, err)
+		}
+	}
+	if _, err := doors[1].open(t, s, append(opts, client.Workspace("ws.x"))...).Select(ctx, agent, client.SelectRequest{}); !errors.Is(err, client.ErrUnsupported) {
+		t.Errorf("workspace ws.x: %v, want ErrUnsupported", err)
+	}
+	big := client.SelectRequest{Labels: map[string]string{"big": strings.Repeat("a", 3<<20)}}
+	var e *client.Error
+	if _, err := c.Select(ctx, agent, big); !errors.As(err, &e) || e.Status != http.StatusRequestEntityTooLarge || e.Code != "body_too_large" {
+		t.Errorf("a 3 MiB select: %v, want 413 body_too_large", err)
+	}
+	if retried {
+		t.Error("a call refused before it left was retried")
+	}
+	if _, err := c.Select(ctx, agent, client.SelectRequest{}); err != nil {
+		t.Fatalf("the connection after the refusals: %v", err)
+	}
+}
+
+// TestTimeoutCoversTheWait: a judged reward's Wait lengthens the default
+// Timeout of a call whose context has no deadline, as it does each
+// attempt's, so a server holding the answer for the wait is waited for.
+func TestTimeoutCoversTheWait(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) // the server holds the answer (Prefer: wait=1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"object": "reward", "id": "rw_1", "status": "scored"}`)
+	}))
+	defer hs.Close()
+	c := client.NewHTTP(hs.URL, adminKey, client.Timeout(100*time.Millisecond), client.AttemptTimeout(100*time.Millisecond), client.MaxAttempts(1))
+	defer c.Close()
+	rw, err := c.JudgedReward(context.Background(), client.JudgedRewardRequest{Task: client.TaskRef{ID: "t"}, Answer: "a", Wait: time.Second})
+	if err != nil || rw.Status != "scored" {
+		t.Fatalf("JudgedReward with Wait 1s past a 100ms Timeout: %+v, %v; want the scored reward", rw, err)
 	}
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // ErrUnsupported is returned by an operation the client's door does not
-// serve: seed 001's reports, GET /v1/rewards/{id}, agent creation and Do
-// are HTTP only.
+// serve: GET /v1/rewards/{id}, agent creation and Do are HTTP only, and on
+// NATS an agent or workspace name that cannot be one subject token (empty,
+// a wildcard, or holding '.' or white space) cannot be addressed.
 var ErrUnsupported = errors.New("plaudit client: the operation is not served on this door")
 
 // Error is an error answer of either door: the HTTP status (on NATS, the

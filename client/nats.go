@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -59,6 +62,11 @@ type natsDoor struct {
 func (d *natsDoor) serves(cl *call) bool { return cl.op != "" }
 
 func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) (answer, error) {
+	for _, t := range [...]struct{ what, token string }{{"workspace", d.ws}, {"agent", cl.agent}} {
+		if !subjectToken(t.token) {
+			return answer{}, fmt.Errorf("%s: %s %q is not one NATS subject token: %w", cl.describe(), t.what, t.token, ErrUnsupported)
+		}
+	}
 	msg := nats.NewMsg("plaudit.v1." + d.ws + "." + cl.agent + "." + cl.op)
 	msg.Data = cl.natsBody(body)
 	if key != "" {
@@ -71,6 +79,12 @@ func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 		msg.Header.Set("Authorization", d.auth)
 	}
 	rep, err := d.nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// Refused before it left, as the door refuses a body over
+		// --max-body: the same answer, not a transport error to retry.
+		return answer{}, &Error{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large",
+			Message: fmt.Sprintf("%s: the request (%d bytes) is over the connection's max_payload (%d)", cl.describe(), len(msg.Data), d.nc.MaxPayload())}
+	}
 	if err != nil {
 		return answer{}, err
 	}
@@ -91,4 +105,10 @@ func (d *natsDoor) close() error {
 		d.nc.Close()
 	}
 	return nil
+}
+
+// subjectToken reports whether s can be one literal token of a subject:
+// not empty, not a wildcard ("*", ">"), without '.' or white space.
+func subjectToken(s string) bool {
+	return s != "" && s != "*" && s != ">" && !strings.ContainsAny(s, ". \t\r\n")
 }
