@@ -232,7 +232,32 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 // the handler runs (fasthttp reuses them after).
 type queryArgs fasthttp.Args
 
-func (a *queryArgs) Arg(name string) string { return string((*fasthttp.Args)(a).Peek(name)) }
+// Arg is name's value. A name given more than once reads as its values
+// joined with ',': labels=a=1&labels=b=2 as labels=a=1,b=2, and a
+// repeated single value (limit=1&limit=2) fails its parse rather than one
+// of them being picked.
+func (a *queryArgs) Arg(name string) string {
+	args := (*fasthttp.Args)(a)
+	v := args.Peek(name)
+	if v == nil {
+		return ""
+	}
+	var all []byte
+	n := 0
+	for k, val := range args.All() {
+		if string(k) == name {
+			if n > 0 {
+				all = append(all, ',')
+			}
+			all = append(all, val...)
+			n++
+		}
+	}
+	if n > 1 {
+		return string(all)
+	}
+	return string(v)
+}
 
 // methodName is m as a string, the routes' methods without a copy.
 func methodName(m []byte) string {

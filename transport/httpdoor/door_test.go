@@ -619,6 +619,16 @@ func TestRequestTranslation(t *testing.T) {
 	if res := e.do(t, adminKey, "GET", "/v1/workspaces/default/agents/"+a+"/feedback?labels=source%3Dcsat", "", nil); res.status != 200 {
 		t.Errorf("labels=source%%3Dcsat: %d %s", res.status, res.body)
 	}
+	// A repeated argument reads as its values joined with ',': labels
+	// pairs add up, and a repeated single value is refused, never one of
+	// them picked.
+	if res := e.do(t, adminKey, "GET", "/v1/workspaces/default/agents/"+a+"/feedback?labels=source%3Dcsat&labels=team%3Da", "", nil); res.status != 200 {
+		t.Errorf("labels twice: %d %s", res.status, res.body)
+	}
+	expectError(t, e.do(t, adminKey, "GET", "/v1/workspaces/default/agents/"+a+"/feedback?labels=source%3Dcsat&labels=bad", "", nil),
+		400, rpcShape, 3.0, "labels")
+	expectError(t, e.do(t, adminKey, "GET", "/v1/workspaces/default/agents/"+a+"/feedback?limit=1&limit=2", "", nil),
+		400, rpcShape, 3.0, "limit")
 	// The path's workspace: an unknown one is refused before anything runs.
 	expectError(t, e.do(t, adminKey, "GET", "/v1/workspaces/ws_01ZZZZZZZZZZZZZZZZZZZZZZZZ/objectives/"+r, "", nil),
 		404, rpcShape, 5.0, "")
