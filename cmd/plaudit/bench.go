@@ -104,16 +104,25 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	// Interrupting the harness stops its children rather than orphaning
 	// them: the first SIGINT/SIGTERM stops the run (bench.Interrupt) and
 	// the rows measured so far are still printed; a second one exits at
-	// once.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	// once. A reader that goes away (bench … | head) is an interruption
+	// too: caught, SIGPIPE no longer kills the harness at its next write
+	// (which now fails instead), and it is never the second signal, since
+	// every later write raises it again.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	go func() {
-		<-sigs
-		fmt.Fprintln(stderr, "bench: interrupted; stopping child processes (again to exit at once)")
-		bench.Interrupt()
-		<-sigs
-		os.Exit(130)
+		interrupted := false
+		for sig := range sigs {
+			switch {
+			case !interrupted:
+				interrupted = true
+				fmt.Fprintln(stderr, "bench: interrupted; stopping child processes (again to exit at once)")
+				bench.Interrupt()
+			case sig != syscall.SIGPIPE:
+				os.Exit(130)
+			}
+		}
 	}()
 
 	rep, runErr := bench.Run(opts)

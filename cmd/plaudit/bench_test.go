@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -193,5 +196,57 @@ func TestBenchRefusesStrayArguments(t *testing.T) {
 	err := runBench([]string{"--ops", "1", "extra", "-run", "nomatch"}, &out, &errs)
 	if err == nil || !strings.Contains(err.Error(), `"extra"`) || out.Len() != 0 {
 		t.Fatalf("runBench with a stray argument: %v, output %q", err, out.String())
+	}
+}
+
+// TestBenchStopsItsChildrenWhenItsReaderGoes: `plaudit bench | head` ends
+// with the harness's next write to the closed pipe; that stops the child
+// servers and removes their data, as an interrupt does, instead of the
+// harness dying of SIGPIPE and leaving them running.
+func TestBenchStopsItsChildrenWhenItsReaderGoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts servers; skipped with -short")
+	}
+	bin, dir := buildPlaudit(t), t.TempDir()
+	cmd := exec.Command(bin, "bench", "--run", "select/http-select$", "-c", "1", "--duration", "60s", "--dir", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	// Once a child server runs, the readers go away.
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no progress line: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no child data in %s 30 s after %q", dir, line)
+		}
+	}
+	stdout.Close()
+	stderr.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("bench still running 90 s after its readers went away")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("bench left %d entries in its --dir: its children's data", len(entries))
+	}
+	if out, _ := exec.Command("pgrep", "-f", dir).Output(); len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("processes still running with %s: %s", dir, out)
 	}
 }
