@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +140,10 @@ func TestRestoreRefuses(t *testing.T) {
 			os.Remove(filepath.Join(dir, table))
 			return ""
 		}, ErrCorrupt},
+		{"no such directory", func(t *testing.T, dir string) string {
+			os.RemoveAll(dir)
+			return ""
+		}, fs.ErrNotExist},
 		{"no manifest", func(t *testing.T, dir string) string {
 			os.Remove(filepath.Join(dir, ManifestName))
 			return ""

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,9 @@ func validName(name string) error {
 func ReadManifest(dir string) (Manifest, error) {
 	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
 	if err != nil {
+		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+			return Manifest{}, &fs.PathError{Op: "open backup", Path: dir, Err: fs.ErrNotExist}
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return Manifest{}, fmt.Errorf("%s: no %s (not a backup, or an unfinished one): %w", dir, ManifestName, ErrCorrupt)
 		}

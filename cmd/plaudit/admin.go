@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -18,9 +19,9 @@ import (
 // --key) or a stopped data directory (--data).
 type backupCmd struct {
 	To     string `required:"" placeholder:"DIR" help:"Directory to write the backup into (absent or empty)."`
-	Server string `env:"PLAUDIT_SERVER" placeholder:"URL" xor:"source" required:"" help:"Back up the running server at this base URL (http://host:port)."`
+	Server string `env:"PLAUDIT_SERVER" placeholder:"URL" xor:"source" required:"" help:"Back up the running server at this base URL (http://host:port). One of --server and --data."`
 	Key    string `env:"PLAUDIT_KEY,PLAUDIT_API_KEY" placeholder:"KEY" help:"With --server: an admin API key."`
-	Data   string `placeholder:"DIR" xor:"source" required:"" help:"Back up this stopped data directory instead."`
+	Data   string `placeholder:"DIR" xor:"source" required:"" help:"Back up this stopped data directory instead. One of --server and --data."`
 }
 
 func (c *backupCmd) Run(con *console) error {
@@ -29,6 +30,9 @@ func (c *backupCmd) Run(con *console) error {
 		err error
 	)
 	if c.Server != "" {
+		if c.Key == "" {
+			return errors.New("backup: --server needs --key, an admin API key (or $PLAUDIT_KEY)")
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		m, err = backup.Fetch(ctx, http.DefaultClient, c.Server, c.Key, c.To)

@@ -82,3 +82,24 @@ func TestBackupRestoreInspectCommands(t *testing.T) {
 		t.Fatalf("inspect of a damaged table: exit %d:\n%s", code, &out)
 	}
 }
+
+// TestAdminCommandsSayWhatIsWrong: a backup of a server without a key is
+// refused before any request, naming --key; a restore from a directory
+// that does not exist says so.
+func TestAdminCommandsSayWhatIsWrong(t *testing.T) {
+	t.Setenv("PLAUDIT_KEY", "")
+	t.Setenv("PLAUDIT_API_KEY", "")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup", "--server", "http://127.0.0.1:1", "--to", filepath.Join(dir, "bk")}, "--server needs --key"},
+		{[]string{"restore", "--from", filepath.Join(dir, "nope"), "--data", filepath.Join(dir, "new")}, "nope: file does not exist"},
+	} {
+		var out bytes.Buffer
+		if code := run(tc.args, &out, &out); code == 0 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: exit %d, %q; want a failure naming %q", tc.args, code, out.String(), tc.want)
+		}
+	}
+}
