@@ -197,8 +197,9 @@ func (a *Agent) apply(seq uint64, ev Event) error {
 }
 
 // noteSessionFinish keeps, per session, the finished run with the latest
-// finished_at; ties go to the later-created run (the larger ULID), so live
-// apply and Restore agree.
+// finished_at; ties go to the later-created run (the later in the run
+// table: ids of one millisecond are in no order), so live apply and
+// Restore agree.
 func (a *Agent) noteSessionFinish(i int) {
 	r := a.runs.at(i)
 	if r.SessionID == "" || !r.Finished {
@@ -206,7 +207,7 @@ func (a *Agent) noteSessionFinish(i int) {
 	}
 	if j, ok := a.sessionLatest[r.SessionID]; ok {
 		cur := a.runs.at(int(j))
-		if !r.FinishedAt.After(cur.FinishedAt) && !(r.FinishedAt.Equal(cur.FinishedAt) && r.ID > cur.ID) {
+		if !r.FinishedAt.After(cur.FinishedAt) && !(r.FinishedAt.Equal(cur.FinishedAt) && i > int(j)) {
 			return
 		}
 	}

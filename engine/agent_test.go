@@ -531,13 +531,20 @@ func TestReplayRefusesObjectiveVersionsOutOfSequence(t *testing.T) {
 
 // TestSessionTieGoesToTheLaterCreatedRun: two runs of a session finished at
 // the same instant; a session signal goes to the one created later, in
-// whichever order they finished, live and after a restore.
+// whichever order they finished, live and after a restore, also when both
+// were created in the same millisecond (their ids then in no order).
 func TestSessionTieGoesToTheLaterCreatedRun(t *testing.T) {
 	finishedAt := t0.Add(time.Hour)
-	for _, laterFirst := range []bool{false, true} {
+	for _, tc := range []struct {
+		laterFirst bool
+		gap        time.Duration
+		seed       uint64
+	}{{false, time.Second, 0}, {true, time.Second, 0}, {false, 0, 1}, {true, 0, 2}, {false, 0, 3}, {true, 0, 4}} {
+		laterFirst := tc.laterFirst
 		h := newHarness(t)
+		h.rnd = rand.New(rand.NewPCG(tc.seed, tc.seed))
 		earlier := h.run(CreateRun{SessionID: "s"})
-		h.now = h.now.Add(time.Second)
+		h.now = h.now.Add(tc.gap)
 		later := h.run(CreateRun{SessionID: "s"})
 		order := []Run{earlier, later}
 		if laterFirst {

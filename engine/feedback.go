@@ -31,7 +31,7 @@ type feedbackLog struct {
 	names  names
 }
 
-// feedbackRecord is one stored feedback record: 48 bytes, no pointers.
+// feedbackRecord is one stored feedback record: 56 bytes, no pointers.
 type feedbackRecord struct {
 	id        ulid.ULID // zero: the id is in the extra
 	score     float64   // when scored

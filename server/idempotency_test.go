@@ -54,7 +54,11 @@ func natsSend(nc *nats.Conn, key, subject, body string, hdr map[string]string) (
 			return response{}, fmt.Errorf("%s: error code %q is not a status", subject, code)
 		}
 	}
-	return response{status: status, header: http.Header{}, body: rep.Data}, nil
+	h := http.Header{}
+	if id := rep.Header.Get("X-Request-Id"); id != "" {
+		h.Set("X-Request-Id", id)
+	}
+	return response{status: status, header: h, body: rep.Data}, nil
 }
 
 // idemFixture is a server (on a test clock) with one agent and a NATS
@@ -215,6 +219,58 @@ func TestIdempotencyKeyScopes(t *testing.T) {
 		}
 		if ra.status != 201 || rb.status >= 300 || string(ra.body) != string(rb.body) {
 			t.Fatalf("HTTP answered %d %s, NATS %d %s; want the NATS request to replay the HTTP answer", ra.status, ra.body, rb.status, rb.body)
+		}
+	})
+	// Feedback answers errors in google.rpc.Status over HTTP and in the
+	// {"error"} shape over NATS: its key is still one scope, and a
+	// recorded error is replayed in the shape of the door asked, with the
+	// first answer's request id.
+	t.Run("feedback through both doors", func(t *testing.T) {
+		path := "/v1/workspaces/default/objectives/" + run + "/feedback"
+		subject := "plaudit.v1.default." + f.agent + ".feedback"
+		viaHTTP := func(key, body string) response { return f.c.request("POST", path, body, withKey(key)) }
+		viaNATS := func(key, body string) response {
+			r, err := natsSend(f.nc, adminKey, subject, body, withKey(key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		ok := `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 0.5}}`
+		bad := `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 2}}`
+		count := func() int {
+			return len(list(t, f.c.must(200, "GET", path, ""), "items"))
+		}
+		before := count()
+		rpcShape := func(r response) bool { return strings.HasPrefix(string(r.body), `{"code":3,`) }
+		for _, httpFirst := range []bool{true, false} {
+			first, then, name := viaHTTP, viaNATS, "HTTP, then NATS"
+			if !httpFirst {
+				first, then, name = viaNATS, viaHTTP, "NATS, then HTTP"
+			}
+			key := fmt.Sprintf("fb-doors-%v", httpFirst)
+			a, b := first(key, ok), then(key, ok)
+			if a.status != 200 || b.status != 200 || string(a.body) != string(b.body) ||
+				b.header.Get("X-Request-Id") != a.header.Get("X-Request-Id") {
+				t.Errorf("%s: %d %s (%s), then %d %s (%s); want the first answer replayed", name,
+					a.status, a.body, a.header.Get("X-Request-Id"), b.status, b.body, b.header.Get("X-Request-Id"))
+			}
+			a, b = first(key+"-bad", bad), then(key+"-bad", bad)
+			if a.status != 400 || b.status != 400 || b.header.Get("X-Request-Id") != a.header.Get("X-Request-Id") ||
+				!strings.Contains(string(b.body), "data.score") {
+				t.Errorf("%s, an error: %d %s, then %d %s; want the 400 replayed", name, a.status, a.body, b.status, b.body)
+			}
+			// Each door answers in its own shape, the replay too.
+			httpAnswer, natsAnswer := a, b
+			if !httpFirst {
+				httpAnswer, natsAnswer = b, a
+			}
+			if !rpcShape(httpAnswer) || rpcShape(natsAnswer) || !strings.Contains(string(natsAnswer.body), `"error":{`) {
+				t.Errorf("%s: HTTP answered %s, NATS %s; want google.rpc.Status, then the {\"error\"} shape", name, httpAnswer.body, natsAnswer.body)
+			}
+		}
+		if n := count() - before; n != 2 {
+			t.Errorf("%d feedback records written, want 2 (one a key)", n)
 		}
 	})
 }

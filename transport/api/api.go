@@ -158,11 +158,20 @@ type ArgsMap map[string]string
 func (m ArgsMap) Arg(name string) string { return m[name] }
 
 // scope is what an Idempotency-Key is scoped to besides its workspace: the
-// operation and its target t (and the error shape, so a door never replays
-// another door's error body).
-func (r *Request) scope(t Target) string {
+// operation and its target t (see call.keyTarget), the same on every door.
+// (Its last part was the request's error shape; it is ErrorJSON's for every
+// request now. A recorded error is kept in that shape and answered in the
+// request's: see replayed.)
+func (r *Request) scope(t Target) string { return r.scopeAs(t, ErrorJSON) }
+
+// legacyScope is where the request found its record before scopes named
+// targets by id and left the error shape out: its target as the door named
+// it, and its shape. A record stored there before is still answered.
+func (r *Request) legacyScope() string { return r.scopeAs(r.Target, r.Errors) }
+
+func (r *Request) scopeAs(t Target, shape ErrorShape) string {
 	parts := []string{string(r.Op), t.Agent, t.Run, t.Variation, t.Version, t.Key, t.Task,
-		strconv.Itoa(int(r.Errors))}
+		strconv.Itoa(int(shape))}
 	if t.Reward != "" { // appended only when set, so older records keep their scope
 		parts = append(parts, t.Reward)
 	}

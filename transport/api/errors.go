@@ -98,6 +98,29 @@ func errorResponse(err error, reqID string, shape ErrorShape) Response {
 	return resp
 }
 
+// replayed is a recorded answer's body as a request of shape answers it:
+// an error recorded in the {"error"} shape is rendered again in the
+// seed-004 shape for a request of that shape (the same bytes that request's
+// own door answered first). Any other body is answered as it was stored.
+func replayed(rec *idempotency.Record, shape ErrorShape) []byte {
+	if rec.Status < 400 || shape != ErrorRPC {
+		return rec.Body
+	}
+	v, err := fastjson.ParseBytes(rec.Body)
+	if err != nil || v.Get("error") == nil {
+		return rec.Body // stored in this shape already (a record of before)
+	}
+	code, msg := string(v.GetStringBytes("error", "code")), string(v.GetStringBytes("error", "message"))
+	f := internalFailure
+	for _, kf := range failures {
+		if kf.code == code && kf.status == rec.Status {
+			f = kf.failure
+			break
+		}
+	}
+	return errorBody(f, msg, rec.RequestID, ErrorRPC)
+}
+
 // errorMessage reads the message back from an error body of either shape.
 func errorMessage(body []byte) string {
 	v, err := fastjson.ParseBytes(body)

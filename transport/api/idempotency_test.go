@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/idempotency"
 )
 
 // Idempotency-Key on every POST/PUT (SPEC §2): a replay is the first
@@ -558,4 +561,40 @@ func TestWorkspaceRoutesRejectUnknownFields(t *testing.T) {
 	rpcStatus(t, c.request("POST", "/v1/workspaces/default/api-keys", `{"name": "k", "Name": "k"}`, nil), 400, 3, "Name")
 	c.must(201, "POST", "/v1/workspaces", `{"name": "w"}`)
 	c.must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "k"}`)
+}
+
+// TestRecordsOfTheOldScopesAreStillAnswered: scopes now name a target by
+// id and leave the error shape out; a record stored before, under the
+// scope its request had then (here seed-004 feedback over HTTP: the run
+// as the path named it, no agent, the google.rpc shape), still answers a
+// retry, and nothing is written again.
+func TestRecordsOfTheOldScopesAreStillAnswered(t *testing.T) {
+	f := newIdemFixture(t, config{})
+	c := f.c.on(t)
+	run := f.run(t, `{"external_id": "old-scope"}`)
+	keeper, err := idempotency.New(f.h.store, 24*time.Hour, f.clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"metadata": {}, "data": {"score": 1}}`
+	ref := "external_id:old-scope"
+	legacy := strings.Join([]string{string(api.CreateFeedback), "", ref, "", "", "", "", "1"}, "\x00")
+	_, res, err := keeper.Begin("default", legacy, "old-key", []byte(body))
+	if err != nil || res == nil {
+		t.Fatalf("Begin: %v, %v", res, err)
+	}
+	if err := keeper.Store(res, idempotency.Record{Status: 200, RequestID: "req_old", Body: []byte(`{"old": true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	keeper.Release(res)
+	r, err := c.rawSend("POST", "/v1/workspaces/default/objectives/"+ref+"/feedback", body, withKey("old-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.status != 200 || string(r.body) != `{"old": true}` || r.header.Get("X-Request-Id") != "req_old" {
+		t.Fatalf("a retry of a request recorded under its old scope: %d %s (%s), want the record", r.status, r.body, r.header.Get("X-Request-Id"))
+	}
+	if n := len(list(t, c.must(200, "GET", "/v1/workspaces/default/objectives/"+run+"/feedback", ""), "items")); n != 0 {
+		t.Errorf("%d feedback written, want none", n)
+	}
 }

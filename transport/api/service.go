@@ -317,13 +317,24 @@ func (s *Service) serve(c *call) (result, error) {
 	if err := c.loadKeyedAgent(); err != nil {
 		return result{}, err
 	}
-	rec, res, err := s.idem.Begin(c.ws, c.req.scope(c.keyTarget()), string(c.req.IdempotencyKey), c.req.Body)
+	target := c.keyTarget()
+	rec, res, err := s.idem.Begin(c.ws, c.req.scope(target), string(c.req.IdempotencyKey), c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
+	if legacy := c.req.legacyScope(); res != nil && legacy != c.req.scope(target) {
+		// A record stored under the scope the request had before: found,
+		// it answers, and this request's reservation is let go.
+		if rec, err = s.idem.Lookup(c.ws, legacy, string(c.req.IdempotencyKey), c.req.Body); rec != nil || err != nil {
+			s.idem.Release(res)
+			if err != nil {
+				return result{}, err
+			}
+		}
+	}
 	if rec != nil {
 		s.metrics.idemReplayed.Inc()
-		return result{status: rec.Status, body: rec.Body, reqID: rec.RequestID}, nil
+		return result{status: rec.Status, body: replayed(rec, c.req.Errors), reqID: rec.RequestID}, nil
 	}
 	s.metrics.idemExecuted.Inc()
 	c.idem = res
@@ -333,9 +344,12 @@ func (s *Service) serve(c *call) (result, error) {
 }
 
 // keyTarget is the request's target as its Idempotency-Key is scoped to
-// it: an agent or a run named "external_id:<value>" by its id, so the same
-// write sent once by id and once by external id is one write. A reference
-// that does not resolve is kept as it is (the write answers 404).
+// it, the same however a door names it: an agent or a run named
+// "external_id:<value>" by its id, and a run's agent named when the door
+// left it out (seed 004's and seed 001's HTTP paths name the run alone,
+// the NATS subjects its agent too). So the same write sent by id and by
+// external id, or through both doors, is one write. A reference that does
+// not resolve is kept as it is (the write answers 404).
 func (c *call) keyTarget() Target {
 	t := c.req.Target
 	if strings.HasPrefix(t.Agent, externalRef) {
@@ -343,9 +357,12 @@ func (c *call) keyTarget() Target {
 			t.Agent = info.ID
 		}
 	}
-	if strings.HasPrefix(t.Run, externalRef) {
-		if runID, _, err := c.run(nil); err == nil {
+	if t.Run != "" && (t.Agent == "" || strings.HasPrefix(t.Run, externalRef)) {
+		if runID, owner, err := c.run(nil); err == nil {
 			t.Run = runID
+			if t.Agent == "" {
+				t.Agent = owner.ID
+			}
 		}
 	}
 	return t
@@ -396,7 +413,9 @@ func (s *Service) finishKeyed(c *call, res result, err error) {
 func (c *call) record(res result, err error) (idempotency.Record, bool) {
 	var resp Response
 	if err != nil { // rendered, not logged: Handle logs the answer once
-		resp = errorResponse(err, c.req.RequestID, c.req.Errors)
+		// In the {"error"} shape whatever the request's: a retry through
+		// another door answers it in its own (replayed).
+		resp = errorResponse(err, c.req.RequestID, ErrorJSON)
 	} else {
 		resp = c.respond(res, nil)
 	}

@@ -149,6 +149,29 @@ func (k *Keeper) Begin(ws, scope, key string, body []byte) (*Record, *Reservatio
 	return nil, res, nil
 }
 
+// Lookup returns the live record of key under scope, if any, without
+// reserving anything: ErrKeyReused if it answers another body, nil if there
+// is none.
+func (k *Keeper) Lookup(ws, scope, key string, body []byte) (*Record, error) {
+	stored, err := k.store.Get(recordKey(ws, scope, key))
+	switch {
+	case errors.Is(err, persist.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case k.expired(stored):
+		return nil, nil
+	}
+	rec, err := decodeRecord(stored)
+	if err != nil {
+		return nil, err
+	}
+	if rec.bodyHash != sha256.Sum256(body) {
+		return nil, ErrKeyReused
+	}
+	return &rec, nil
+}
+
 // expired reports whether a stored record is older than the TTL.
 func (k *Keeper) expired(stored []byte) bool {
 	rec, err := decodeRecord(stored)
