@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/cluster"
@@ -158,6 +159,46 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 			if len(items) != 3 {
 				t.Fatalf("node n%d reads %d signals of agent %s, want 3", j, len(items), ar.agent)
 			}
+		}
+	}
+	// Seed 004 names the agent in the body: an objective (a run) made
+	// through every node for every agent, and each agent's feedback listed
+	// alike by every node, its query arguments (includeInfo) forwarded.
+	for _, ar := range made {
+		for j := range nodes {
+			c[j].must(200, "POST", "/v1/workspaces/default/objectives", fmt.Sprintf(`{"spec": {"agentId": %q}}`, ar.agent))
+		}
+		c[0].must(200, "POST", "/v1/workspaces/default/objectives/"+ar.run+"/feedback", `{"metadata": {}, "data": {"score": 1}}`)
+		var first string
+		for j := range nodes {
+			got := fmt.Sprint(c[j].must(200, "GET", "/v1/workspaces/default/agents/"+ar.agent+"/feedback?includeInfo=true", ""))
+			if !strings.Contains(got, "objective:map[id:"+ar.run) {
+				t.Errorf("n%d lists agent %s's feedback without its objective: %s", j, ar.agent, got)
+			}
+			if j == 0 {
+				first = got
+			} else if got != first {
+				t.Errorf("n%d lists agent %s's feedback as %s, n0 as %s", j, ar.agent, got, first)
+			}
+		}
+	}
+	// NATS: a connection that authenticated with its key alone (no
+	// Authorization header) is served whichever node's service its
+	// requests reach through the queue group.
+	if mode == embeddedNATS {
+		for j, s := range nodes {
+			nc, err := nats.Connect(s.NATSURL(), nats.Token(adminKey))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 12 {
+				rep, err := nc.Request("plaudit.v1.default."+made[i%3].agent+".select", []byte(`{}`), 20*time.Second)
+				if err != nil || rep.Header.Get("Nats-Service-Error-Code") != "" {
+					t.Errorf("select %d over n%d's NATS with the connection's key: %v %v %s", i, j, err, rep.Header, rep.Data)
+					break
+				}
+			}
+			nc.Close()
 		}
 	}
 	// Judged rewards (seed 003) whose episodes live on other nodes: the

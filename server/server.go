@@ -354,6 +354,13 @@ func (s *Server) startNATS() error {
 			if err := c.natsCluster(s.cfg.DataDir).Apply(nopts); err != nil {
 				return err
 			}
+			// Another node's service may take a request of this node's
+			// clients: it reads their key from the account's signed name.
+			// (Without a secret the name is not signed, and such a request
+			// needs its Authorization header.)
+			if c.Secret != "" {
+				s.embedded.IdentityKey = natsdoor.IdentityKey(c.Secret)
+			}
 		}
 		s.embedded.Logger = natsdoor.ServerLogger(s.cfg.Logger)
 		ns, err := s.embedded.Start(nopts)

@@ -35,8 +35,8 @@ var ErrNoOwner = errors.New("no node serves the agent now")
 
 // QueryArgs names every query argument an operation reads: a forwarded
 // request carries these (Request.Args).
-var QueryArgs = []string{"buckets", "bucket_s", "cursor", "judge_version", "labels", "limit",
-	"objective_version", "query", "rewards", "sentiment"}
+var QueryArgs = []string{"agentVariationId", "buckets", "bucket_s", "createdAfter", "createdBefore", "cursor",
+	"includeInfo", "judge_version", "labels", "limit", "objective_version", "query", "rewards", "sentiment"}
 
 // Args returns the request's query arguments that are set, by name.
 func (r *Request) Args() map[string]string {
@@ -61,6 +61,15 @@ func (c *call) routeAgent() string {
 		}
 	case c.req.Target.Run != "":
 		if _, info, err := c.run(nil); err == nil {
+			return info.ID
+		}
+	case c.req.Op == CreateObjective:
+		// Seed 004 names the agent in the body: spec.agentId.
+		v, err := fastjson.ParseBytes(c.req.Body)
+		if err != nil {
+			return ""
+		}
+		if info, err := c.s.reg.Agent(c.ws, string(v.GetStringBytes("spec", "agentId"))); err == nil {
 			return info.ID
 		}
 	}

@@ -16,7 +16,7 @@ func TestQueryArgsNameEveryArgumentAHandlerReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := regexp.MustCompile(`\b(?:arg|intArg)\("([a-z_]+)"`)
+	read := regexp.MustCompile(`\b(?:arg|intArg|timeArg)\("([A-Za-z_]+)"`)
 	found := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

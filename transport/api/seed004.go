@@ -208,17 +208,11 @@ func (c *call) listAgentFeedback() (result, error) {
 	default:
 		return result{}, field.Errorf("sentiment", "must be FEEDBACK_SENTIMENT_UNSPECIFIED, _POSITIVE or _NEGATIVE")
 	}
-	for _, t := range []struct {
-		name string
-		dst  *time.Time
-	}{{"createdAfter", &f.CreatedAfter}, {"createdBefore", &f.CreatedBefore}} {
-		if s := arg(t.name); s != "" {
-			v, err := field.Time(t.name, s)
-			if err != nil {
-				return result{}, err
-			}
-			*t.dst = v
-		}
+	if f.CreatedAfter, err = c.timeArg("createdAfter"); err != nil {
+		return result{}, err
+	}
+	if f.CreatedBefore, err = c.timeArg("createdBefore"); err != nil {
+		return result{}, err
 	}
 	includeInfo := false
 	if s := arg("includeInfo"); s != "" {
@@ -427,4 +421,12 @@ func appendBare(b []byte, id, name string) []byte {
 		b = jsonw.String(b, name)
 	}
 	return append(b, '}')
+}
+
+// timeArg reads an RFC 3339 query argument; zero when absent.
+func (c *call) timeArg(name string) (time.Time, error) {
+	if s := c.req.arg(name); s != "" {
+		return field.Time(name, s)
+	}
+	return time.Time{}, nil
 }

@@ -1,8 +1,11 @@
 package natsdoor
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -57,6 +60,12 @@ type Key struct {
 // (see the package documentation); connection accounts are pooled per API
 // key and reused once idle, so reconnects do not grow them.
 type Embedded struct {
+	// IdentityKey is set, the same, on every server of a cluster (see
+	// IdentityKey): connection accounts' names then carry their MAC, and a
+	// service takes another server's clients' requests (which reach it
+	// through the queue group) as their keys'. Set before Start.
+	IdentityKey []byte
+
 	auth KeyAuth
 	kp   nkeys.KeyPair // Plaudit's own user; the seed never leaves memory
 	pub  string
@@ -337,7 +346,7 @@ func (e *Embedded) Check(c server.ClientAuthentication) bool {
 	case o.Token != "" && o.Nkey == "" && o.Sig == "":
 		k, ok := e.auth(o.Token)
 		keyID, ws := k.ID, k.Workspace
-		if !ok || keyID == "" || !validWorkspace(ws) {
+		if !ok || !validKeyID(keyID) || !validWorkspace(ws) {
 			return false
 		}
 		// The lock spans the choice and the registration: RegisterUser adds
@@ -436,11 +445,12 @@ func (e *Embedded) connAccountLocked(ws, keyID string, admin bool) (*connAccount
 	e.seq++
 	n := e.tag + strconv.FormatUint(e.seq, 10)
 	// The name is never a workspace id's account: no account is named by
-	// a workspace id, and <ws>-c<n> is unique (n is, and the last "-c"
-	// splits it back). RegisterAccount fails if the name exists: an
-	// account this code did not set up (or whose set up failed) is never
-	// handed out.
-	acc, err := e.srv.RegisterAccount(ws + "-c" + n)
+	// a workspace id, and <ws>-c<n>-<key id> is unique (n is). It names
+	// its workspace and key for every server of a cluster, whose services
+	// may answer the requests of this server's clients (see Requester).
+	// RegisterAccount fails if the name exists: an account this code did
+	// not set up (or whose set up failed) is never handed out.
+	acc, err := e.srv.RegisterAccount(e.connAccountName(ws, n, keyID))
 	if err != nil {
 		return nil, err
 	}
@@ -539,11 +549,12 @@ func requestInfo(subject string, h map[string][]string) (ws string, acc, user []
 // named by the Nats-Request-Info header (server.ClientInfoHdr) that the
 // server sets when the request crosses the account's import, after
 // removing the client's own. ok=false unless the subject is a service
-// subject, the header's account is a connection account set up for the
-// subject's workspace, and any user the header names is the key that
-// account was handed to (the server names none: the account tells the
-// key). The last value is taken: the server appends its own after the
-// client's headers.
+// subject, the header's account is a connection account of the subject's
+// workspace (set up by this server, or in a cluster by another, whose
+// signed name tells its workspace and key: see IdentityKey), and any user
+// the header names is the key that account was handed to (the server names
+// none: the account tells the key). The last value is taken: the server
+// appends its own after the client's headers.
 //
 // The workspace is certain: the server lets a connection publish only on
 // its own workspace's service subjects. The connection account and key are
@@ -555,7 +566,8 @@ func requestInfo(subject string, h map[string][]string) (ws string, acc, user []
 // "NATS/1.0\r\nX: 1\nNats-Request-Info: {...}\n\n...\r\n\r\n" shows the
 // service a Nats-Request-Info of the client's choosing. Such a client can
 // claim another connection account of its own workspace (and that
-// account's key), never one of another workspace (checked here). Where the
+// account's key) whose name it knows, never one of another workspace
+// (checked here), nor a name no server made (signed in a cluster). Where the
 // key matters for authorization, authenticate the request itself (e.g. its
 // Authorization header) and use this key id for attribution.
 func (e *Embedded) Requester(subject string, h map[string][]string) (workspace, keyID string, ok bool) {
@@ -567,10 +579,83 @@ func (e *Embedded) Requester(subject string, h map[string][]string) (workspace, 
 	e.mu.RLock()
 	ca := e.accounts[string(acc)]
 	e.mu.RUnlock()
-	if ca == nil || ca.ws != ws || (len(user) > 0 && string(user) != ca.keyID) {
+	accWS, keyID := "", ""
+	if ca != nil {
+		accWS, keyID = ca.ws, ca.keyID
+	} else if accWS, keyID, ok = e.parseConnAccount(string(acc)); !ok {
+		// Not a connection account of this server, nor one another server
+		// of the cluster signed (its clients' requests reach the services
+		// of every server through their queue group).
 		return "", "", false
 	}
-	return ca.ws, ca.keyID, true
+	if accWS != ws || (len(user) > 0 && string(user) != keyID) {
+		return "", "", false
+	}
+	return accWS, keyID, true
+}
+
+// connAccountName is the name of connection account n of key keyID of
+// workspace ws: <ws>-c<n>-<key id>, and on the servers of a cluster a MAC
+// of the three under IdentityKey after one more '-'.
+func (e *Embedded) connAccountName(ws, n, keyID string) string {
+	name := ws + "-c" + n + "-" + keyID
+	if e.IdentityKey != nil {
+		name += "-" + e.accountMAC(ws, n, keyID)
+	}
+	return name
+}
+
+func (e *Embedded) accountMAC(ws, n, keyID string) string {
+	m := hmac.New(sha256.New, e.IdentityKey)
+	m.Write([]byte(ws + "\x00" + n + "\x00" + keyID))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// parseConnAccount reads back the workspace and key of a connection
+// account another server of the cluster named: ok only with IdentityKey
+// set and the name's MAC under it, so that a name the servers did not
+// make is never taken for a key's. (Key ids hold no '-', n no "-c".)
+func (e *Embedded) parseConnAccount(name string) (ws, keyID string, ok bool) {
+	if e.IdentityKey == nil {
+		return "", "", false
+	}
+	parts := strings.Split(name, "-")
+	if len(parts) < 4 {
+		return "", "", false
+	}
+	mac, keyID := parts[len(parts)-1], parts[len(parts)-2]
+	rest := strings.Join(parts[:len(parts)-2], "-")
+	j := strings.LastIndex(rest, "-c")
+	if j < 0 || j+2 == len(rest) {
+		return "", "", false
+	}
+	ws, n := rest[:j], rest[j+2:]
+	if !validWorkspace(ws) || !validKeyID(keyID) || !hmac.Equal([]byte(mac), []byte(e.accountMAC(ws, n, keyID))) {
+		return "", "", false
+	}
+	return ws, keyID, true
+}
+
+// IdentityKey derives, from a cluster's route secret, the key every
+// server of the cluster signs its connection accounts' names with.
+func IdentityKey(clusterSecret string) []byte {
+	m := hmac.New(sha256.New, []byte(clusterSecret))
+	m.Write([]byte("plaudit natsdoor connection accounts"))
+	return m.Sum(nil)
+}
+
+// validKeyID reports whether keyID can end a connection account's name:
+// 1 to 128 of [A-Za-z0-9_] (an API key's id is key_ and a ULID).
+func validKeyID(keyID string) bool {
+	if keyID == "" || len(keyID) > 128 {
+		return false
+	}
+	for _, r := range keyID {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // JudgeRequest sends data over nc, Plaudit's own connection (of the service
