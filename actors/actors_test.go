@@ -233,8 +233,14 @@ func TestHotAgentPipelinesAppends(t *testing.T) {
 		t.Fatalf("%d appends for %d writes: the agent is not batching while a sync is in flight", n, writers)
 	}
 	// The batch-requests histogram counts each write once, in the commit
-	// that answered it, however the writes were batched.
-	if n := histogramSum(t, r.metrics.batchRequests) - answeredBefore; n != writers {
+	// that answered it, however the writes were batched. A commit is
+	// observed after its requests are answered: waited for.
+	n := histogramSum(t, r.metrics.batchRequests) - answeredBefore
+	for deadline := time.Now().Add(10 * time.Second); n < writers && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		n = histogramSum(t, r.metrics.batchRequests) - answeredBefore
+	}
+	if n != writers {
 		t.Fatalf("plaudit_actor_append_batch_requests summed %v for %d writes", n, writers)
 	}
 }

@@ -73,7 +73,7 @@ func ServeHello(httpAddr, natsAddr, dataDir, key string, stop <-chan struct{}) (
 		return fmt.Errorf("bench-hello: --nats port: %w", err)
 	}
 	e, err := natsdoor.NewEmbedded(func(token string) (natsdoor.Key, bool) {
-		return natsdoor.Key{ID: "bench-key", Workspace: "default"}, token == key
+		return natsdoor.Key{ID: "bench_key", Workspace: "default"}, token == key
 	})
 	if err != nil {
 		return err

@@ -214,7 +214,7 @@ func startJudgeWorker(natsURL, key, subject string) (*nats.Conn, error) {
 // a bare subscriber.
 func NATSJudgeEcho(l Loop) (res Result, err error) {
 	e, err := natsdoor.NewEmbedded(func(token string) (natsdoor.Key, bool) {
-		return natsdoor.Key{ID: "bench-key", Workspace: "default"}, token == Key
+		return natsdoor.Key{ID: "bench_key", Workspace: "default"}, token == Key
 	})
 	if err != nil {
 		return Result{}, err
