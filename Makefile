@@ -38,6 +38,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReportBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzFeedbackBody -fuzztime=30s ./transport/api/
 	$(GO) test -run='^$$' -fuzz=FuzzBodyArgs -fuzztime=30s ./transport/api/
+	$(GO) test -run='^$$' -fuzz=FuzzRoute -fuzztime=30s ./transport/httpdoor/
+	$(GO) test -run='^$$' -fuzz=FuzzParseConnAccount -fuzztime=30s ./transport/natsdoor/
 
 # The standard suite of BENCHMARKS.md: the server in a child process, the
 # load from bin/plaudit bench; BENCHFLAGS adds flags (--json, --dir, ...).

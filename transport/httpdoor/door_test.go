@@ -23,6 +23,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/plaudit/plaudit/actors"
+	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsontest"
 	"github.com/plaudit/plaudit/internal/openapitest"
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -873,4 +874,32 @@ func TestEveryAnswerHasARequestID(t *testing.T) {
 			t.Errorf("GET %s redirects to %q, want /ui/", tc.path, loc)
 		}
 	}
+}
+
+// FuzzRoute: any method and path, as sent, routes or is refused without a
+// panic; a routed path binds only decoded segments, each free of the '/'
+// that split them unless it was sent as %2F; an error is one the service
+// answers as a 4xx.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{"/api/v1/agents/agt_1/runs/external_id:a%2Fb", "/v1/tasks/acme%2Fx/versions/tv_1",
+		"/api/v1/agents/%zz", "//api/v1/agents", "/v1/workspaces/default/objectives/%2F/feedback", "/%", ""} {
+		f.Add("GET", s)
+		f.Add("POST", s)
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		var req api.Request
+		err := Route(&req, method, path)
+		if err != nil {
+			if !errors.Is(err, api.ErrRouteNotFound) && !errors.Is(err, api.ErrMethodNotAllowed) && !errors.Is(err, field.ErrInvalid) {
+				t.Fatalf("Route(%q, %q) = %v, not a 4xx the service knows", method, path, err)
+			}
+			return
+		}
+		sentSlash := strings.Contains(strings.ToLower(path), "%2f")
+		for _, v := range []string{req.Workspace, req.Target.Agent, req.Target.Run, req.Target.Variation, req.Target.Version, req.Target.Key, req.Target.Reward} {
+			if strings.Contains(v, "/") && !sentSlash {
+				t.Fatalf("Route(%q, %q) bound %q, holding a '/' the path did not encode", method, path, v)
+			}
+		}
+	})
 }

@@ -1,6 +1,9 @@
 package natsdoor
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestConnectionAccountNamesSignedInACluster: with an IdentityKey, a
 // connection account's name reads back as its workspace and key on any
@@ -43,4 +46,24 @@ func TestConnectionAccountNamesSignedInACluster(t *testing.T) {
 			t.Errorf("%q read back as %q, %q", name, ws, key)
 		}
 	}
+}
+
+// FuzzParseConnAccount: no name parses but one a server of the cluster
+// signed, and parsing never panics.
+func FuzzParseConnAccount(f *testing.F) {
+	e := &Embedded{IdentityKey: IdentityKey("route-secret")}
+	for _, s := range []string{e.connAccountName("default", "t1", "key_a"), "default-ct1-key_a-00", "-c--", "a-c-b-c", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		ws, key, ok := e.parseConnAccount(name)
+		if !ok {
+			return
+		}
+		rest, found := strings.CutPrefix(name, ws+"-c")
+		i := strings.LastIndex(rest, "-"+key+"-")
+		if !found || i < 0 || e.connAccountName(ws, rest[:i], key) != name {
+			t.Fatalf("%q parsed as workspace %q, key %q, which do not name it", name, ws, key)
+		}
+	})
 }
