@@ -237,26 +237,16 @@ type queryArgs fasthttp.Args
 // repeated single value (limit=1&limit=2) fails its parse rather than one
 // of them being picked.
 func (a *queryArgs) Arg(name string) string {
-	args := (*fasthttp.Args)(a)
-	v := args.Peek(name)
-	if v == nil {
-		return ""
-	}
 	var all []byte
-	n := 0
-	for k, val := range args.All() {
+	for k, v := range (*fasthttp.Args)(a).All() {
 		if string(k) == name {
-			if n > 0 {
+			if all != nil {
 				all = append(all, ',')
 			}
-			all = append(all, val...)
-			n++
+			all = append(all, v...)
 		}
 	}
-	if n > 1 {
-		return string(all)
-	}
-	return string(v)
+	return string(all)
 }
 
 // methodName is m as a string, the routes' methods without a copy.
