@@ -46,17 +46,22 @@ func (c *call) agent() (engine.AgentInfo, error) {
 }
 
 // run resolves the request's run (an id or external_id:<value>) in the
-// call's workspace. With an agent, a run of another agent is 404.
+// call's workspace, once: a run found is kept for the rest of the call (a
+// failed lookup is tried again). With an agent, a run of another agent is
+// 404.
 func (c *call) run(agent *engine.AgentInfo) (string, engine.AgentInfo, error) {
 	ref := c.req.Target.Run
-	runID, owner, err := c.s.reg.Run(c.ws, ref)
-	if err != nil {
-		return "", engine.AgentInfo{}, err
+	if !c.runFound {
+		runID, owner, err := c.s.reg.Run(c.ws, ref)
+		if err != nil {
+			return "", engine.AgentInfo{}, err
+		}
+		c.runFound, c.runID, c.runOwner = true, runID, owner
 	}
-	if agent != nil && owner.ID != agent.ID {
+	if agent != nil && c.runOwner.ID != agent.ID {
 		return "", engine.AgentInfo{}, notFound("run", ref)
 	}
-	return runID, owner, nil
+	return c.runID, c.runOwner, nil
 }
 
 // agentRun resolves the request's agent and its run.

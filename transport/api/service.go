@@ -271,6 +271,12 @@ type call struct {
 	// whether its record went out with the write it records.
 	idem     *idempotency.Reservation
 	recorded bool
+	// runID and runOwner are the request's run and its agent once
+	// resolved (runFound; see run): placement, the Idempotency-Key's scope
+	// and the handler each ask for them.
+	runFound bool
+	runID    string
+	runOwner engine.AgentInfo
 }
 
 // respond renders a handler's outcome as the client gets it.
@@ -317,12 +323,12 @@ func (s *Service) serve(c *call) (result, error) {
 	if err := c.loadKeyedAgent(); err != nil {
 		return result{}, err
 	}
-	target := c.keyTarget()
-	rec, res, err := s.idem.Begin(c.ws, c.req.scope(target), string(c.req.IdempotencyKey), c.req.Body)
+	scope := c.req.scope(c.keyTarget())
+	rec, res, err := s.idem.Begin(c.ws, scope, string(c.req.IdempotencyKey), c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
-	if legacy := c.req.legacyScope(); res != nil && legacy != c.req.scope(target) {
+	if legacy := c.req.legacyScope(); res != nil && legacy != scope {
 		// A record stored under the scope the request had before: found,
 		// it answers, and this request's reservation is let go.
 		if rec, err = s.idem.Lookup(c.ws, legacy, string(c.req.IdempotencyKey), c.req.Body); rec != nil || err != nil {
