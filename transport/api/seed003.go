@@ -165,10 +165,14 @@ func (c *call) createJudgedReward() (result, error) {
 		}
 	}
 	if created {
-		if r.Final() {
-			c.s.judges.Settle(r) // episode signals
-		} else {
+		switch {
+		case !r.Final():
 			c.s.judges.Start(r)
+		case r.SignalsPending:
+			// Its episode's signals. (A reward made final here has no
+			// link to look for: a request linking an episode to it reads
+			// it final and settles the link itself.)
+			c.s.judges.Settle(r)
 		}
 	}
 	if !r.Final() && wait > 0 {
