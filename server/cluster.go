@@ -173,7 +173,7 @@ func (s *Server) joinCluster() (*clusterNode, error) {
 	return c, nil
 }
 
-// untilJoined retries fn, each try given 10s, until it succeeds or the
+// untilJoined retries fn, each try given 5s, until it succeeds or the
 // deadline passes.
 func (s *Server) untilJoined(deadline time.Time, what string, fn func(ctx context.Context) error) error {
 	for {

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plaudit/plaudit/internal/freeport"
 )
 
 // TestFirstStartOnATakenPort: a first start that finds a port taken fails
@@ -94,5 +98,62 @@ func TestKeysLastUsed(t *testing.T) {
 	again := startServer(t, Config{DataDir: dir, Now: clk.Now})
 	if got := lastUsed(newClient(t, again, adminKey)); got != used {
 		t.Fatalf("after a restart: last_used_at %v, want %s", got, used)
+	}
+}
+
+// TestANodeWaitingForItsPeersAnswers503: a cluster node whose peers have not
+// started answers at once while it waits, /healthz and the API alike,
+// instead of leaving requests in the listen backlog; a start that gives up
+// closes the port.
+func TestANodeWaitingForItsPeersAnswers503(t *testing.T) {
+	addrs, err := freeport.Addrs(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr, routes := addrs[0], addrs[1:]
+	cfg := Config{DataDir: t.TempDir(), HTTPAddr: httpAddr, NATSListen: "127.0.0.1:0", BootstrapKey: adminKey,
+		Cluster: &ClusterConfig{Name: "alone", Node: "n0", Listen: routes[0], Routes: routes, Secret: "route-secret",
+			JoinTimeout: 4 * time.Second}}
+	started := make(chan error, 1)
+	go func() {
+		s, err := Start(cfg)
+		if err == nil {
+			_ = s.Close()
+		}
+		started <- err
+	}()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	get := func(path string) (int, string, error) {
+		resp, err := hc.Get("http://" + httpAddr + path)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		code, body, err := get("/healthz")
+		if err == nil {
+			if code != 503 || body != `{"status":"starting"}` {
+				t.Fatalf("/healthz while joining: %d %s", code, body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz while joining: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, body, err := get("/api/v1/agents")
+	if err != nil || code != 503 || !strings.Contains(body, "joining cluster alone") {
+		t.Fatalf("the API while joining: %d %s %v", code, body, err)
+	}
+	if err := <-started; err == nil {
+		t.Fatal("a node with no peers joined its cluster")
+	}
+	if _, _, err := get("/healthz"); err == nil {
+		t.Fatal("the port still answers after the start failed")
 	}
 }

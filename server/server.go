@@ -109,6 +109,7 @@ type Server struct {
 	http     *httpdoor.Door
 	natsDoor *natsdoor.Door
 	httpLn   net.Listener
+	standby  *httpdoor.Standby // answers on httpLn until the door serves it
 	httpDone chan error
 	// metricsSrv serves /metrics on Config.MetricsAddr; nil without one.
 	metricsSrv  *http.Server
@@ -150,6 +151,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, httpDone: make(chan error, 1)}
 	if err := s.start(); err != nil {
+		if s.standby != nil {
+			s.standby.Stop()
+		}
 		_ = s.closeAll()
 		if s.httpLn != nil {
 			_ = s.httpLn.Close()
@@ -162,8 +166,17 @@ func Start(cfg Config) (*Server, error) {
 func (s *Server) start() (err error) {
 	cfg := s.cfg
 	// The HTTP port first: taken, it fails the start before the data
-	// directory is touched. Connections wait in the backlog until Serve.
+	// directory is touched. Until the door serves it, a standby answers
+	// every request 503 at once: a cluster node may wait minutes for its
+	// peers.
 	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	reason := "opening its store"
+	if cfg.Cluster != nil {
+		reason = "joining cluster " + cfg.Cluster.Name
+	}
+	if s.standby, err = httpdoor.StartStandby(s.httpLn, reason, cfg.Logger); err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	if s.store, err = pebblelog.Open(cfg.DataDir, pebblelog.Options{FS: cfg.FS, Logger: cfg.Logger,
@@ -280,6 +293,7 @@ func (s *Server) start() (err error) {
 	if s.AdminKey, err = s.tenancy.Bootstrap(cfg.BootstrapKey); err != nil {
 		return fmt.Errorf("tenancy: %w", err)
 	}
+	s.standby.Stop()
 	go func() { s.httpDone <- s.http.Serve(s.httpLn) }()
 	s.usageStop, s.usageDone = make(chan struct{}), make(chan struct{})
 	go s.saveUsage()

@@ -21,6 +21,7 @@ var (
 	ErrMethodNotAllowed = errors.New("method not allowed")
 	ErrRouteNotFound    = errors.New("no such route")
 	ErrRecovering       = errors.New("the server is still recovering")
+	ErrStarting         = errors.New("the server is starting")
 	// ErrBodyBudget: the bodies a door is reading already fill its budget.
 	ErrBodyBudget = errors.New("too many request bodies in flight")
 )
@@ -60,6 +61,7 @@ var failures = []struct {
 	{ErrBodyBudget, failure{503, "overloaded", 8}},
 	{actors.ErrUnavailable, failure{503, "unavailable", 14}},
 	{ErrRecovering, failure{503, "unavailable", 14}},
+	{ErrStarting, failure{503, "unavailable", 14}},
 	{persist.ErrMoved, failure{503, "unavailable", 14}},
 }
 
@@ -85,7 +87,7 @@ func classify(err error) failure {
 const maxMessage = 1024
 
 // errorResponse renders err in the request's error shape.
-func errorResponse(err error, reqID string, shape ErrorShape) Response {
+func ErrorResponse(err error, reqID string, shape ErrorShape) Response {
 	f := classify(err)
 	msg := field.Clip(err.Error(), maxMessage)
 	resp := Response{Status: f.status, Body: errorBody(f, msg, reqID, shape), RequestID: reqID, Message: msg}

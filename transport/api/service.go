@@ -1,12 +1,9 @@
 package api
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,9 +66,8 @@ type Service struct {
 	ready   atomic.Bool
 	stop    chan struct{}
 
-	reqPrefix string
-	reqSeq    atomic.Uint64
-	lastStamp atomic.Uint64
+	requestIDs *RequestIDs
+	lastStamp  atomic.Uint64
 }
 
 // New returns the service over the agent actors and the tenancy, keeping
@@ -97,10 +93,8 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	if err != nil {
 		return nil, err
 	}
-	var p [4]byte
-	_, _ = rand.Read(p[:])
 	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
-		metrics: newRequestMetrics(), reqPrefix: "req_" + hex.EncodeToString(p[:])}
+		metrics: newRequestMetrics(), requestIDs: NewRequestIDs()}
 	s.handle = s.Handle
 	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,
 		Episode: s.appendJudgeSignals, Logger: cfg.Logger, Owns: func(r judging.Reward) bool {
@@ -195,11 +189,7 @@ func (s *Service) Tenancy() *tenancy.Tenancy { return s.tenancy }
 func (s *Service) SweepIdempotency() error { return s.idem.Sweep() }
 
 // RequestID returns a new request id, in one allocation.
-func (s *Service) RequestID() string {
-	var b [32]byte
-	id := append(append(b[:0], s.reqPrefix...), '_')
-	return string(strconv.AppendUint(id, s.reqSeq.Add(1), 36))
-}
+func (s *Service) RequestID() string { return s.requestIDs.Next() }
 
 // Stamp returns a start-order stamp: Unix nanoseconds, strictly
 // increasing, so a request admitted later always carries a larger stamp,
@@ -228,7 +218,7 @@ func (s *Service) Error(req *Request, err error) Response {
 // fail renders err in the request's error shape and logs a 5xx with its
 // request id.
 func (s *Service) fail(req *Request, err error) Response {
-	resp := errorResponse(err, req.RequestID, req.Errors)
+	resp := ErrorResponse(err, req.RequestID, req.Errors)
 	resp.NotServed = errors.Is(err, ErrNotServed)
 	switch code := classify(err).code; {
 	case code == "overloaded" || code == "storage_full":
@@ -421,7 +411,7 @@ func (c *call) record(res result, err error) (idempotency.Record, bool) {
 	if err != nil { // rendered, not logged: Handle logs the answer once
 		// In the {"error"} shape whatever the request's: a retry through
 		// another door answers it in its own (replayed).
-		resp = errorResponse(err, c.req.RequestID, ErrorJSON)
+		resp = ErrorResponse(err, c.req.RequestID, ErrorJSON)
 	} else {
 		resp = c.respond(res, nil)
 	}
