@@ -28,6 +28,7 @@ vet:
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=30s ./engine/objective/
 	$(GO) test -run='^$$' -fuzz=FuzzSyntaxError -fuzztime=30s ./engine/field/
+	$(GO) test -run='^$$' -fuzz=FuzzLoneSurrogate -fuzztime=30s ./engine/field/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeEvent -fuzztime=30s ./engine/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeBatch -fuzztime=30s ./persist/jslog/
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeDirOp -fuzztime=30s ./persist/jslog/

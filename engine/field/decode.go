@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -152,6 +153,9 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 	if err := fastjson.ValidateBytes(data); err != nil {
 		return zero, malformed(data, err)
 	}
+	if err := loneSurrogate(data, path); err != nil {
+		return zero, err
+	}
 	return decode(v)
 }
 
@@ -222,4 +226,106 @@ func strict(v *fastjson.Value, path string) error {
 		}
 	}
 	return nil
+}
+
+// loneSurrogate returns an *Error at the path (under root) of the first
+// string or key of data, a valid JSON text, holding a \u escape of half a
+// surrogate pair, which no UTF-8 text can hold; nil when there is none.
+// fastjson keeps such an escape as its six characters, or, followed by
+// another escape, decodes the two as U+FFFD, losing the second: a value
+// stored so would not be the one sent.
+func loneSurrogate(data []byte, root string) error {
+	type level struct {
+		path  string // the container's
+		array bool
+		index int    // an array's element being read
+		key   string // an object's member being read
+		inKey bool   // an object's next string is a key
+	}
+	var stack []level
+	at := func() string { // the path of the value being read
+		if len(stack) == 0 {
+			return root
+		}
+		l := &stack[len(stack)-1]
+		if l.array {
+			return Index(l.path, l.index)
+		}
+		return Join(l.path, l.key)
+	}
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '{':
+			stack = append(stack, level{path: at(), inKey: true})
+		case '[':
+			stack = append(stack, level{path: at(), array: true})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if l := &stack[len(stack)-1]; l.array {
+				l.index++
+			} else {
+				l.inKey = true
+			}
+		case '"':
+			end, half := scanEscapes(data, i+1)
+			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].inKey {
+				l := &stack[n-1]
+				if half != "" {
+					return Errorf(l.path, "has a key that is not valid UTF-8 (\\u%s is half a surrogate pair)", half)
+				}
+				l.key, l.inKey = unescape(data[i:end+1]), false
+			} else if half != "" {
+				return Errorf(at(), "must be valid UTF-8 (\\u%s is half a surrogate pair)", half)
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// scanEscapes scans the string whose text begins at data[start] up to its
+// closing quote, returning where that is and the first lone surrogate's
+// four hex digits ("" for none).
+func scanEscapes(data []byte, start int) (end int, half string) {
+	for i := start; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			return i, half
+		case '\\':
+			i++
+			if data[i] != 'u' || i+4 >= len(data) {
+				continue
+			}
+			hex := data[i+1 : i+5]
+			i += 4
+			r, _ := strconv.ParseUint(string(hex), 16, 32)
+			switch {
+			case half != "" || r < 0xd800 || r > 0xdfff:
+			case r <= 0xdbff && i+6 < len(data) && data[i+1] == '\\' && data[i+2] == 'u' && isLowSurrogate(data[i+3:i+7]):
+				i += 6 // a pair
+			default:
+				half = string(hex)
+			}
+		}
+	}
+	return len(data), half
+}
+
+func isLowSurrogate(hex []byte) bool {
+	r, err := strconv.ParseUint(string(hex), 16, 32)
+	return err == nil && r >= 0xdc00 && r <= 0xdfff
+}
+
+// unescape is the value of a JSON string literal (quotes included).
+func unescape(lit []byte) string {
+	if !bytes.ContainsRune(lit, '\\') {
+		return string(lit[1 : len(lit)-1])
+	}
+	var p fastjson.Parser
+	v, err := p.ParseBytes(lit)
+	if err != nil {
+		return string(lit[1 : len(lit)-1])
+	}
+	return string(v.GetStringBytes())
 }

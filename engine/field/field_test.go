@@ -42,6 +42,13 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 		{`[-.5e]`, "p[0]"},
 		{`{"a": "raw` + "\t" + `tab"}`, ""}, // the validator's: no field named
 		{`{"a": 1} x`, ""},
+		// Half a surrogate pair: kept as its escape, or eating the escape
+		// after it, by fastjson.
+		{`{"a": "sur\ud800x"}`, "p.a"},
+		{`{"a": ["ok", "x\ud800\u0041y"]}`, "p.a[1]"},
+		{`{"a": {"b\u00e9": "\udc00"}}`, "p.a.bé"},
+		{`{"a": {"\udbff": 1}}`, "p.a"},
+		{`[{"a": 1}, {"b": [1, {"c": "\ud83d"}]}]`, "p[1].b[1].c"},
 	}
 	for _, c := range cases {
 		_, err := ParseJSON([]byte(c.json), "p", func(*fastjson.Value) (int, error) { return 0, nil })
@@ -50,7 +57,7 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 			t.Errorf("ParseJSON(%q) = %v, want an error at %q", c.json, err, c.path)
 		}
 	}
-	if _, err := ParseJSON([]byte(`{"a": [-0, 1.5e-3, "x\u0000y"]}`), "", func(*fastjson.Value) (int, error) { return 0, nil }); err != nil {
+	if _, err := ParseJSON([]byte(`{"a": [-0, 1.5e-3, "x\u0000y", "\ud83d\ude00", "\\ud800"], "\u00e9": "\\\ud83d\udE00"}`), "", func(*fastjson.Value) (int, error) { return 0, nil }); err != nil {
 		t.Errorf("strict JSON refused: %v", err)
 	}
 }

@@ -82,10 +82,16 @@ func TestEvidenceStaysJSON(t *testing.T) {
 		{"{\"scorer\": \"s\xfe\", \"value\": 1}", "scorer:"},
 		{"{\"scorer\": \"s\", \"value\": 1}\xff", "malformed JSON at byte 27: expected the end of the document"},
 		{`{"scorer": "s", "value": 1 "detail": {}}`, `malformed JSON at byte 27: expected ',' or '}' after an object member, found '"'`},
+		// Half a surrogate pair is no UTF-8: fastjson kept it as its escape's
+		// six characters, or ate the escape after it ("x\ud800\u0041y" read
+		// as "x\ufffdy").
+		{`{"scorer": "s\ud800", "value": 1}`, "scorer: must be valid UTF-8"},
+		{`{"scorer": "s", "value": 1, "detail": {"n": ["x\ud800\u0041y"]}}`, "detail.n[0]: must be valid UTF-8"},
+		{`{"scorer": "s", "value": 1, "detail": {"\udfff": 1}}`, "detail: has a key that is not valid UTF-8"},
 	} {
 		apiError(t, e.report(e.c, e.job, tc.body, nil), 400, "invalid_request", tc.want)
 	}
-	e.mustReport(t, `{"scorer": "s", "value": 1, "detail": {"d": "x\u0000y\u001f", "e": "<\u00ff&>\u2028", "f": 1.50}}`)
+	e.mustReport(t, `{"scorer": "s", "value": 1, "detail": {"d": "x\u0000y\u001f", "e": "<\u00ff&>\u2028", "f": 1.50, "g": "\ud83d\ude00\\ud800"}}`)
 	e.mustReport(t, `{"kind": "choice", "shown": ["a\u0000", {"k": "\u0007"}], "chosen": {"k": "\u0007"}}`)
 	raw := e.evidence(t)
 	var got struct {
@@ -98,7 +104,7 @@ func TestEvidenceStaysJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &got); err != nil || len(got.Items) != 2 {
 		t.Fatalf("evidence %s: %v", raw, err)
 	}
-	if d := got.Items[0].Detail; d["d"] != "x\x00y\x1f" || d["e"] != "<\u00ff&>\u2028" || d["f"] != 1.5 {
+	if d := got.Items[0].Detail; d["d"] != "x\x00y\x1f" || d["e"] != "<\u00ff&>\u2028" || d["f"] != 1.5 || d["g"] != "😀\\ud800" {
 		t.Errorf("detail_json = %#v, want the strings and number as sent", d)
 	}
 	if s := got.Items[1].Shown; len(s) != 2 || s[0] != "a\x00" || got.Items[1].Chosen.(map[string]any)["k"] != "\a" {
