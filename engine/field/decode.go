@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -117,8 +118,8 @@ func (d *Decoder) Enum(v *fastjson.Value, path string, words ...string) string {
 var parsers fastjson.ParserPool
 
 // ParseJSON parses data as RFC 8259 JSON in UTF-8 and decodes it with
-// decode. A malformed or non-finite number or a string that is not UTF-8,
-// anywhere in the document, even in a member no decoder reads, is an
+// decode. A malformed or non-finite number, a string that is not UTF-8 or
+// a key given twice in one object, anywhere in the document, even in a member no decoder reads, is an
 // *Error at its path (path prefixes it, as decode's own paths); any other
 // malformed JSON is one with an empty path. So every number a decoder sees
 // is finite and was written as JSON writes numbers.
@@ -138,10 +139,11 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 		return zero, malformed(data, err)
 	}
 	// The common case, checked without building a path per member: the
-	// text is strict JSON in UTF-8 and every number finite. A \u escape
+	// text is strict JSON in UTF-8, every number finite, every key once in
+	// its object. A \u escape
 	// may decode to what UTF-8 forbids (a lone surrogate), so a body with
 	// one takes the walk below.
-	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) && fastjson.ValidateBytes(data) == nil && finite(v) {
+	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) && fastjson.ValidateBytes(data) == nil && plain(v) {
 		return decode(v)
 	}
 	if err := strict(v, path); err != nil {
@@ -169,19 +171,24 @@ func malformed(data []byte, err error) error {
 	return Errorf("", "malformed JSON: %v", err)
 }
 
-// finite reports whether every number under v is finite.
-func finite(v *fastjson.Value) bool {
+// plain reports whether every number under v is finite and no object
+// under it has a key twice.
+func plain(v *fastjson.Value) bool {
 	switch v.Type() {
 	case fastjson.TypeNumber:
 		f, err := v.Float64()
 		return err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 	case fastjson.TypeObject:
+		o := v.GetObject()
+		if _, twice := repeatedKey(o); twice {
+			return false
+		}
 		ok := true
-		v.GetObject().Visit(func(_ []byte, m *fastjson.Value) { ok = ok && finite(m) })
+		o.Visit(func(_ []byte, m *fastjson.Value) { ok = ok && plain(m) })
 		return ok
 	case fastjson.TypeArray:
 		for _, e := range v.GetArray() {
-			if !finite(e) {
+			if !plain(e) {
 				return false
 			}
 		}
@@ -189,9 +196,48 @@ func finite(v *fastjson.Value) bool {
 	return true
 }
 
+// repeatedKey returns the first key of o that an earlier member has too.
+// JSON leaves what such an object means to the reader (fastjson's Get
+// takes the first, encoding/json and most others the last), so a body
+// holding one is refused rather than read differently from a proxy.
+func repeatedKey(o *fastjson.Object) (key string, twice bool) {
+	if o.Len() < 2 {
+		return "", false
+	}
+	var (
+		small [16][]byte
+		keys  = small[:0]
+		seen  map[string]bool // once keys is full
+	)
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		switch {
+		case twice:
+			return
+		case seen != nil:
+			twice = seen[string(k)]
+			seen[string(k)] = true
+		case slices.ContainsFunc(keys, func(p []byte) bool { return bytes.Equal(p, k) }):
+			twice = true
+		case len(keys) < cap(keys):
+			keys = append(keys, k)
+		default:
+			seen = make(map[string]bool, o.Len())
+			for _, p := range keys {
+				seen[string(p)] = true
+			}
+			seen[string(k)] = true
+		}
+		if twice {
+			key = string(k)
+		}
+	})
+	return key, twice
+}
+
 // strict returns an *Error at the path of the first value under v that
 // strict JSON rejects and fastjson's parser took: a number that is not an
-// RFC 8259 number or not finite (1e400), a string or key not in UTF-8.
+// RFC 8259 number or not finite (1e400), a string or key not in UTF-8, a
+// key given twice in one object.
 func strict(v *fastjson.Value, path string) error {
 	switch v.Type() {
 	case fastjson.TypeNumber:
@@ -207,8 +253,12 @@ func strict(v *fastjson.Value, path string) error {
 			return Errorf(path, "must be valid UTF-8")
 		}
 	case fastjson.TypeObject:
+		o := v.GetObject()
+		if k, twice := repeatedKey(o); twice && utf8.ValidString(k) {
+			return Errorf(Join(path, k), "is given more than once")
+		}
 		var err error
-		v.GetObject().Visit(func(k []byte, m *fastjson.Value) {
+		o.Visit(func(k []byte, m *fastjson.Value) {
 			switch {
 			case err != nil:
 			case !utf8.Valid(k):

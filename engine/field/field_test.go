@@ -49,6 +49,12 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 		{`{"a": {"b\u00e9": "\udc00"}}`, "p.a.bé"},
 		{`{"a": {"\udbff": 1}}`, "p.a"},
 		{`[{"a": 1}, {"b": [1, {"c": "\ud83d"}]}]`, "p[1].b[1].c"},
+		// A key twice in one object: readers differ on which value counts.
+		{`{"a": 1, "a": 2}`, "p.a"},
+		{`{"a": 1, "a": 2, "b": 3}`, "p.a"},
+		{`{"a": {"x": 1, "y": 2, "x": 3}}`, "p.a.x"},
+		{`{"a": {"x": 1, "\u0078": 1}}`, "p.a.x"},
+		{`{"a": [{}, {"k0":0,"k1":0,"k2":0,"k3":0,"k4":0,"k5":0,"k6":0,"k7":0,"k8":0,"k9":0,"k10":0,"k11":0,"k12":0,"k13":0,"k14":0,"k15":0,"k16":0,"k17":0,"k3":0,"k18":0}]}`, "p.a[1].k3"},
 	}
 	for _, c := range cases {
 		_, err := ParseJSON([]byte(c.json), "p", func(*fastjson.Value) (int, error) { return 0, nil })
@@ -59,6 +65,10 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 	}
 	if _, err := ParseJSON([]byte(`{"a": [-0, 1.5e-3, "x\u0000y", "\ud83d\ude00", "\\ud800"], "\u00e9": "\\\ud83d\udE00"}`), "", func(*fastjson.Value) (int, error) { return 0, nil }); err != nil {
 		t.Errorf("strict JSON refused: %v", err)
+	}
+	// The same key in different objects is fine.
+	if _, err := ParseJSON([]byte(`{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}`), "", func(*fastjson.Value) (int, error) { return 0, nil }); err != nil {
+		t.Errorf("keys repeated across objects refused: %v", err)
 	}
 }
 
@@ -87,5 +97,16 @@ func TestClip(t *testing.T) {
 		if got := Clip(tc.s, tc.n); got != tc.want {
 			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestParseJSONOfAPlainBodyAllocatesNothing: the checks of the common case
+// (keys once, numbers finite) take no allocation of their own.
+func TestParseJSONOfAPlainBodyAllocatesNothing(t *testing.T) {
+	body := []byte(`{"kind": "k", "value": 1.5, "run_id": "run_1", "labels": {"a": "1", "b": "2"}, "detail": [{"x": 1, "y": 2}]}`)
+	decode := func(*fastjson.Value) (int, error) { return 0, nil }
+	_, _ = ParseJSON(body, "", decode) // the pool's parser
+	if n := testing.AllocsPerRun(200, func() { _, _ = ParseJSON(body, "", decode) }); n > 0 {
+		t.Errorf("ParseJSON took %v allocations a body, want 0", n)
 	}
 }

@@ -88,6 +88,10 @@ func TestEvidenceStaysJSON(t *testing.T) {
 		{`{"scorer": "s\ud800", "value": 1}`, "scorer: must be valid UTF-8"},
 		{`{"scorer": "s", "value": 1, "detail": {"n": ["x\ud800\u0041y"]}}`, "detail.n[0]: must be valid UTF-8"},
 		{`{"scorer": "s", "value": 1, "detail": {"\udfff": 1}}`, "detail: has a key that is not valid UTF-8"},
+		// A key twice in one object: which counts is the reader's choice
+		// (a proxy taking the last would see another report).
+		{`{"scorer": "s", "value": 1, "value": 0}`, "value: is given more than once"},
+		{`{"scorer": "s", "value": 1, "detail": {"a": [{"k": 1, "k": 2}]}}`, "detail.a[0].k: is given more than once"},
 	} {
 		apiError(t, e.report(e.c, e.job, tc.body, nil), 400, "invalid_request", tc.want)
 	}
