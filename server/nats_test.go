@@ -134,28 +134,39 @@ func TestNATSDoorErrors(t *testing.T) {
 		name, header, subject, body string
 		code                        int
 		errCode                     string
+		msg                         string // the message's start, when given
 	}{
-		{"unknown key in the header", "nope", subj("signal"), `{}`, 401, "unauthenticated"},
-		{"header key of another workspace", otherKey, subj("signal"), `{}`, 403, "forbidden"},
-		{"unknown agent", adminKey, "plaudit.v1.default.agt_nope.signal", `{}`, 404, "not_found"},
-		{"not JSON", adminKey, subj("signal"), `{"kind":`, 400, "invalid_request"},
-		{"bad kind", adminKey, subj("signal"), `{"kind": "a b", "value": 1, "run_id": "` + run + `"}`, 400, "invalid_request"},
-		{"unknown run", adminKey, subj("finish"), `{"run_id": "run_nope", "succeeded": true}`, 404, "not_found"},
-		{"finish without run", adminKey, subj("finish"), `{"succeeded": true}`, 400, "invalid_request"},
-		{"feedback strict", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "data": {}}`, 400, "invalid_request"},
-		{"feedback score out of range", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 2}}`, 400, "invalid_request"},
-		{"unknown variation", adminKey, subj("variation"), `{"variation_id": "var_nope"}`, 404, "not_found"},
-		{"pin unknown variation", adminKey, subj("select"), `{"variation_id": "var_nope"}`, 404, "not_found"},
-		{"report without run", adminKey, subj("report"), `{"scorer": "s", "value": 1}`, 400, "invalid_request"},
-		{"report on another agent's run", adminKey, "plaudit.v1.default." + other + ".report", `{"run_id": "` + run + `", "scorer": "s", "value": 1}`, 404, "not_found"},
-		{"report value out of shape", adminKey, subj("report"), `{"run_id": "` + run + `", "scorer": "s", "value": "x"}`, 400, "invalid_request"},
+		{"unknown key in the header", "nope", subj("signal"), `{}`, 401, "unauthenticated", ""},
+		{"header key of another workspace", otherKey, subj("signal"), `{}`, 403, "forbidden", ""},
+		{"unknown agent", adminKey, "plaudit.v1.default.agt_nope.signal", `{}`, 404, "not_found", ""},
+		{"not JSON", adminKey, subj("signal"), `{"kind":`, 400, "invalid_request", ""},
+		{"bad kind", adminKey, subj("signal"), `{"kind": "a b", "value": 1, "run_id": "` + run + `"}`, 400, "invalid_request", ""},
+		{"unknown run", adminKey, subj("finish"), `{"run_id": "run_nope", "succeeded": true}`, 404, "not_found", ""},
+		{"finish without run", adminKey, subj("finish"), `{"succeeded": true}`, 400, "invalid_request", ""},
+		{"feedback strict", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "data": {}}`, 400, "invalid_request", ""},
+		{"feedback score out of range", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "metadata": {}, "data": {"score": 2}}`, 400, "invalid_request", ""},
+		{"unknown variation", adminKey, subj("variation"), `{"variation_id": "var_nope"}`, 404, "not_found", ""},
+		{"pin unknown variation", adminKey, subj("select"), `{"variation_id": "var_nope"}`, 404, "not_found", ""},
+		{"report without run", adminKey, subj("report"), `{"scorer": "s", "value": 1}`, 400, "invalid_request", ""},
+		{"report on another agent's run", adminKey, "plaudit.v1.default." + other + ".report", `{"run_id": "` + run + `", "scorer": "s", "value": 1}`, 404, "not_found", ""},
+		{"report value out of shape", adminKey, subj("report"), `{"run_id": "` + run + `", "scorer": "s", "value": "x"}`, 400, "invalid_request", ""},
+		// A target is a string; an argument of another type fails its parse.
+		{"run_id a number", adminKey, subj("finish"), `{"run_id": 1, "succeeded": true}`, 400, "invalid_request", "run_id: must be a string"},
+		{"run_id an object", adminKey, subj("reward"), `{"run_id": {}}`, 400, "invalid_request", "run_id: must be a string"},
+		{"objectiveId a boolean", adminKey, subj("feedback"), `{"objectiveId": true, "metadata": {}, "data": {}}`, 400, "invalid_request", "objectiveId: must be a string"},
+		{"variation_id a number", adminKey, subj("variation"), `{"variation_id": 7}`, 400, "invalid_request", "variation_id: must be a string"},
+		{"objective_version a boolean", adminKey, subj("reward"), `{"run_id": "` + run + `", "objective_version": true}`, 400, "invalid_request", "objective_version:"},
+		{"objective_version an array", adminKey, subj("reward"), `{"run_id": "` + run + `", "objective_version": []}`, 400, "invalid_request", "objective_version:"},
+		{"feedback workspaceId of another workspace", adminKey, subj("feedback"), `{"objectiveId": "` + run + `", "workspaceId": "` + ws + `", "metadata": {}, "data": {}}`, 400, "invalid_request", "workspaceId:"},
+		{"a key twice", adminKey, subj("finish"), `{"run_id": "` + run + `", "succeeded": true, "succeeded": false}`, 400, "invalid_request", "succeeded: is given more than once"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cl := &natsClient{t: t, nc: nc.nc, key: c.header}
 			code, body := cl.do(c.subject, c.body)
-			if code != strconv.Itoa(c.code) || at(t, body, "error", "code") != c.errCode {
-				t.Fatalf("reply %s %v, want %d %s", code, body, c.code, c.errCode)
+			if code != strconv.Itoa(c.code) || at(t, body, "error", "code") != c.errCode ||
+				!strings.HasPrefix(str(t, body, "error", "message"), c.msg) {
+				t.Fatalf("reply %s %v, want %d %s %s", code, body, c.code, c.errCode, c.msg)
 			}
 		})
 	}
@@ -164,6 +175,14 @@ func TestNATSDoorErrors(t *testing.T) {
 	_, body := cl.do(subj("feedback"), `{"objectiveId": "`+run+`", "metadata": {}, "data": {"score": 2}}`)
 	if msg := str(t, body, "error", "message"); !strings.HasPrefix(msg, "data.score:") {
 		t.Fatalf("score error message %q does not name data.score", msg)
+	}
+	// An Idempotency-Key present but empty is refused, as over HTTP.
+	msg := nats.NewMsg(subj("signal"))
+	msg.Data = []byte(`{"kind": "k", "value": 1, "run_id": "` + run + `"}`)
+	msg.Header.Set("Authorization", "Bearer "+adminKey)
+	msg.Header["Idempotency-Key"] = []string{""}
+	if rep, err := nc.nc.RequestMsg(msg, 10*time.Second); err != nil || rep.Header.Get(micro.ErrorCodeHeader) != "400" {
+		t.Fatalf("an empty Idempotency-Key: %v %v", rep, err)
 	}
 	// Nothing above wrote anything.
 	if n := len(api.must(200, "GET", "/api/v1/agents/"+agent+"/runs/"+run+"/signals", "")["items"].([]any)); n != 0 {

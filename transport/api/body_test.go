@@ -83,21 +83,23 @@ func FuzzFeedbackBody(f *testing.F) {
 	f.Add([]byte(`{ "metadata": {}, "data": { "score": 1.0, "comment": "Short and on point." } }`))
 	f.Add([]byte(`{"metadata":{"externalId":"review-4521","labels":{"source":"csat","cadenya.com/x":"y"}},"data":{"score":-0.8}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, err := decodeFeedback(b); err != nil && !errors.Is(err, field.ErrInvalid) {
+		if _, _, err := decodeFeedback(b); err != nil && !errors.Is(err, field.ErrInvalid) {
 			t.Fatalf("error %v is not a 400", err)
 		}
 	})
 }
 
 // FuzzBodyArgs: the NATS door's reading of targets and arguments from a
-// body never panics, fails only with field errors, and keeps only string
-// and number members.
+// body never panics, fails only with field errors, refuses a target that
+// is not a string, and keeps every member but null ones: a string as its
+// value, anything else as its JSON.
 func FuzzBodyArgs(f *testing.F) {
 	f.Add([]byte(`{"run_id": "run_1", "objective_version": 0, "succeeded": true}`))
 	f.Add([]byte(`{"objectiveId": "external_id:ticket-4521", "metadata": {}, "data": {"score": 1.0}}`))
 	f.Add([]byte(`{"variation_id": 1e999}`))
+	f.Add([]byte(`{"run_id": 1, "objective_version": [true]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		args, err := BodyArgs(b)
+		args, err := BodyArgs(b, "run_id")
 		if err != nil {
 			if !errors.Is(err, field.ErrInvalid) {
 				t.Fatalf("error %v is not a 400", err)
@@ -110,23 +112,30 @@ func FuzzBodyArgs(f *testing.F) {
 			}
 			return
 		}
-		// What it keeps is what the body decoders read: the first member of
-		// each key, when it is a string or a number.
 		v, err := fastjson.ParseBytes(b)
 		if err != nil {
 			t.Fatalf("BodyArgs accepted what fastjson refuses: %v", err)
 		}
-		for k, got := range args {
-			m := v.Get(k)
+		if m := v.Get("run_id"); m != nil && m.Type() != fastjson.TypeString && m.Type() != fastjson.TypeNull {
+			t.Fatalf("a run_id of type %s accepted", m.Type())
+		}
+		n := 0
+		v.GetObject().Visit(func(k []byte, m *fastjson.Value) {
+			got, kept := args[string(k)]
 			switch {
-			case m == nil:
-				t.Fatalf("%q kept but not in the body", k)
+			case m.Type() == fastjson.TypeNull:
+				if kept {
+					t.Fatalf("%q: null kept as %q", k, got)
+				}
+				return
 			case m.Type() == fastjson.TypeString && got != string(m.GetStringBytes()),
-				m.Type() == fastjson.TypeNumber && got != m.String():
-				t.Fatalf("%q: %q, but the body's first member is %s", k, got, m)
-			case m.Type() != fastjson.TypeString && m.Type() != fastjson.TypeNumber:
-				t.Fatalf("%q kept although its first member is %s", k, m.Type())
+				m.Type() != fastjson.TypeString && got != string(m.MarshalTo(nil)):
+				t.Fatalf("%q: %q, but the body holds %s", k, got, m)
 			}
+			n++
+		})
+		if n != len(args) {
+			t.Fatalf("%d members kept of %d", len(args), n)
 		}
 	})
 }

@@ -68,11 +68,14 @@ var handlers = map[Op]handler{
 	GetCluster: {fn: (*call).getCluster},
 }
 
-// BodyArgs maps a body's top-level string and number members to their text:
-// a door without paths and query strings (NATS) takes its targets and
-// arguments from the body. Of duplicate keys the first wins, as it does for
-// every other reading of a body.
-func BodyArgs(raw []byte) (map[string]string, error) {
+// BodyArgs maps a body's top-level members to the text an argument of a
+// query string would have: a string its value, a number its text, null
+// nothing (as if absent), and any other value its JSON, so that an
+// argument's parse refuses it naming the member (objective_version: true).
+// A door without paths and query strings (NATS) takes its targets and
+// arguments from the body. A member named in strs must be a string: a
+// target, which a number would only name by accident.
+func BodyArgs(raw []byte, strs ...string) (map[string]string, error) {
 	args := map[string]string{}
 	if len(raw) == 0 {
 		return args, nil
@@ -82,17 +85,18 @@ func BodyArgs(raw []byte) (map[string]string, error) {
 		if err != nil {
 			return struct{}{}, field.Errorf("", "body must be a JSON object")
 		}
-		seen := map[string]bool{}
-		o.Visit(func(k []byte, m *fastjson.Value) {
-			if seen[string(k)] {
-				return
+		for _, name := range strs {
+			if m := o.Get(name); m != nil && m.Type() != fastjson.TypeString && m.Type() != fastjson.TypeNull {
+				return struct{}{}, field.Errorf(name, "must be a string")
 			}
-			seen[string(k)] = true
+		}
+		o.Visit(func(k []byte, m *fastjson.Value) {
 			switch m.Type() {
 			case fastjson.TypeString:
 				args[string(k)] = string(m.GetStringBytes())
-			case fastjson.TypeNumber:
-				args[string(k)] = m.String()
+			case fastjson.TypeNull:
+			default:
+				args[string(k)] = string(m.MarshalTo(nil))
 			}
 		})
 		return struct{}{}, nil

@@ -95,12 +95,20 @@ func (c *call) getObjectiveRun() (result, error) {
 	return ok(c.appendSeedObjective(answer(), cr.Run, cr.Variation))
 }
 
+// feedbackIDs are the readOnly workspaceId and objectiveId a
+// CreateObjectiveFeedbackRequest may carry ("" when it does not).
+type feedbackIDs struct{ workspace, objective string }
+
 // decodeFeedback reads CreateObjectiveFeedbackRequest: metadata and data
 // are required and unknown fields are 400; the engine checks the values.
-func decodeFeedback(raw []byte) (engine.RecordFeedback, error) {
-	var cmd engine.RecordFeedback
+func decodeFeedback(raw []byte) (engine.RecordFeedback, feedbackIDs, error) {
+	var (
+		cmd engine.RecordFeedback
+		ids feedbackIDs
+	)
 	err := parseBody(raw, func(b *body) error {
 		b.strict("metadata", "data", "workspaceId", "objectiveId")
+		ids = feedbackIDs{workspace: b.str("workspaceId", false), objective: b.str("objectiveId", false)}
 		if !b.has("metadata") {
 			b.fail("metadata", "is required")
 		}
@@ -119,13 +127,31 @@ func decodeFeedback(raw []byte) (engine.RecordFeedback, error) {
 		cmd.Comment = data.str("comment", false)
 		return nil
 	})
-	return cmd, err
+	return cmd, ids, err
+}
+
+// checkFeedbackIDs refuses a body whose workspaceId or objectiveId names
+// another workspace or run than the request does: the feedback would go
+// to the request's, not the one its body names.
+func (c *call) checkFeedbackIDs(ids feedbackIDs, runID string) error {
+	if ids.workspace != "" && ids.workspace != c.req.Workspace && ids.workspace != c.ws {
+		return field.Errorf("workspaceId", "names workspace %s, not the request's %s",
+			field.Quote(ids.workspace), field.Quote(c.req.Workspace))
+	}
+	if ids.objective == "" || ids.objective == c.req.Target.Run {
+		return nil
+	}
+	if id, _, err := c.s.reg.Run(c.ws, ids.objective); err != nil || id != runID {
+		return field.Errorf("objectiveId", "names objective %s, not the request's %s",
+			field.Quote(ids.objective), field.Quote(c.req.Target.Run))
+	}
+	return nil
 }
 
 // createFeedback records seed-004 feedback on the request's run; with an
 // agent in the target (the NATS door), a run of another agent is 404.
 func (c *call) createFeedback() (result, error) {
-	cmd, err := decodeFeedback(c.req.Body)
+	cmd, ids, err := decodeFeedback(c.req.Body)
 	if err != nil {
 		return result{}, err
 	}
@@ -139,6 +165,9 @@ func (c *call) createFeedback() (result, error) {
 	}
 	runID, owner, err := c.run(agent)
 	if err != nil {
+		return result{}, err
+	}
+	if err := c.checkFeedbackIDs(ids, runID); err != nil {
 		return result{}, err
 	}
 	cmd.RunID, cmd.ProfileID = runID, c.p.ProfileID

@@ -323,6 +323,7 @@ func TestSeed004StrictValidation(t *testing.T) {
 	a := e.agent(t, "support-bot", "")
 	v := e.variation(t, a, "concise")
 	obj := e.objective(t, a, v)
+	other := e.objective(t, a, v)
 	e.feedback(t, obj, seedFeedbackCurl)
 
 	fbPath := e.path("/objectives/" + obj + "/feedback")
@@ -369,6 +370,14 @@ func TestSeed004StrictValidation(t *testing.T) {
 		{name: "label value with a slash", body: `{"metadata": {"labels": {"source": "a/b"}}, "data": {}}`, field: "metadata.labels.source"},
 		{name: "label value 64 characters", body: `{"metadata": {"labels": {"source": "` + longValue + `"}}, "data": {}}`, field: "metadata.labels.source"},
 		{name: "body not JSON", body: `{"metadata": `, field: "JSON"},
+		// The readOnly ids: the feedback goes to the path's objective, so a
+		// body naming another is refused rather than written elsewhere.
+		{name: "objectiveId not a string", body: `{"objectiveId": {"x": [1]}, "metadata": {}, "data": {}}`, field: "objectiveId"},
+		{name: "objectiveId another objective", body: `{"objectiveId": "` + other + `", "metadata": {}, "data": {}}`, field: "objectiveId"},
+		{name: "objectiveId no objective", body: `{"objectiveId": "external_id:nope", "metadata": {}, "data": {}}`, field: "objectiveId"},
+		{name: "workspaceId not a string", body: `{"workspaceId": false, "metadata": {}, "data": {}}`, field: "workspaceId"},
+		{name: "workspaceId another workspace", body: `{"workspaceId": "ws_other", "metadata": {}, "data": {}}`, field: "workspaceId"},
+		{name: "a key twice", body: `{"metadata": {}, "data": {"score": 1, "score": -1}}`, field: "data.score"},
 		{name: "list limit 0", method: "GET", path: agentList + "?limit=0", field: "limit"},
 		{name: "list limit 1001", method: "GET", path: agentList + "?limit=1001", field: "limit"},
 		{name: "list limit not a number", method: "GET", path: agentList + "?limit=ten", field: "limit"},
@@ -396,6 +405,8 @@ func TestSeed004StrictValidation(t *testing.T) {
 			}
 		})
 	}
+	// Ids naming the request's own workspace and objective are accepted.
+	e.c.must(200, "POST", fbPath, `{"workspaceId": "`+e.ws+`", "objectiveId": "`+obj+`", "metadata": {}, "data": {}}`)
 }
 
 // TestSeed004ObjectiveValidation: creating an objective validates strictly

@@ -241,7 +241,7 @@ func (d *Door) admit(in *inbound, subject string, hdr micro.Headers, body []byte
 	// read from it only if asked for.
 	if op.target != "" {
 		var err error
-		if in.args, err = api.BodyArgs(body); err != nil {
+		if in.args, err = api.BodyArgs(body, op.target); err != nil {
 			return err
 		}
 		in.parsed = true
@@ -256,8 +256,12 @@ func (d *Door) admit(in *inbound, subject string, hdr micro.Headers, body []byte
 		}
 	}
 	req.Query = in
-	if key := hdr.Get("Idempotency-Key"); key != "" {
-		req.IdempotencyKey = []byte(key)
+	// Present but empty, the key is the service's 400, as over HTTP.
+	if keys, ok := hdr["Idempotency-Key"]; ok {
+		req.IdempotencyKey = []byte{}
+		if len(keys) > 0 {
+			req.IdempotencyKey = append(req.IdempotencyKey, keys[0]...)
+		}
 	}
 	req.Prefer = hdr.Get("Prefer")
 	return nil
