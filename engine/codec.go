@@ -27,9 +27,13 @@ var ErrDecode = errors.New("engine: cannot decode")
 
 const (
 	codecVersion = 1 // of events
-	// Snapshot formats: 1 lacked the claims' sequence numbers; 2 has them.
+	// Snapshot formats: 1 lacked the claims' sequence numbers; 2 has them;
+	// 3 also has the values replaced reports held, and is written only
+	// for an agent with a replaced report, so that a store of agents
+	// without one stays readable by a binary of before.
 	snapshotV1    = 1
 	snapshotV2    = 2
+	snapshotV3    = 3
 	maxDecodeLen  = 1 << 26 // no string or collection is longer
 	snapshotMagic = 'S'
 )
@@ -152,7 +156,11 @@ func encodeState(w *writer, s State, each func(*writer)) {
 	if each == nil {
 		each = func(*writer) {}
 	}
-	*w = append(*w, snapshotV2, snapshotMagic)
+	format := byte(snapshotV2)
+	if s.Reports.replaced() {
+		format = snapshotV3
+	}
+	*w = append(*w, format, snapshotMagic)
 	w.uvarint(s.Seq)
 	w.boolean(s.Created)
 	w.agentInfo(s.Info)
@@ -186,6 +194,20 @@ func encodeState(w *writer, s State, each func(*writer)) {
 	}
 	w.uvarint(uint64(s.Reports.len()))
 	for n := range s.Reports.len() {
+		if format == snapshotV3 {
+			// What it held before, oldest first: a decoder sets each in
+			// turn, as the log applied them.
+			earlier := s.Reports.earlierVersions(n)
+			w.uvarint(uint64(len(earlier)))
+			for _, v := range earlier {
+				w.boolean(v.valued)
+				if v.valued {
+					w.float(v.value)
+				}
+				w.time(v.at.Time())
+				w.uvarint(v.seq)
+			}
+		}
 		w.reportAt(&s.Reports, n, &s.Runs)
 		each(w)
 	}
@@ -195,7 +217,7 @@ func encodeState(w *writer, s State, each func(*writer)) {
 func DecodeState(b []byte) (State, error) {
 	r := &reader{b: b}
 	format := r.byte()
-	if (format != snapshotV1 && format != snapshotV2) || r.byte() != snapshotMagic {
+	if (format < snapshotV1 || format > snapshotV3) || r.byte() != snapshotMagic {
 		return State{}, fmt.Errorf("%w: not a snapshot", ErrDecode)
 	}
 	var s State
@@ -205,7 +227,7 @@ func DecodeState(b []byte) (State, error) {
 	var runs []Run
 	for n := r.count(); n > 0 && r.err == nil; n-- {
 		run := r.run()
-		if format == snapshotV2 {
+		if format >= snapshotV2 {
 			for i := range run.Claims {
 				run.Claims[i].Seq = r.uvarint()
 			}
@@ -253,12 +275,27 @@ func DecodeState(b []byte) (State, error) {
 		s.Feedback.add(fb, run, &s.Signals)
 	}
 	s.Feedback = s.Feedback.view()
+	var earlier []reportVersion
 	for n := r.count(); n > 0 && r.err == nil; n-- {
+		earlier = earlier[:0]
+		if format == snapshotV3 {
+			for k := r.count(); k > 0 && r.err == nil; k-- {
+				var v reportVersion
+				if v.valued = r.boolean(); v.valued {
+					v.value = r.float()
+				}
+				v.at, v.seq = objective.InstantOf(r.time()), r.uvarint()
+				earlier = append(earlier, v)
+			}
+		}
 		rep := r.report()
 		run, ok := s.Runs.find(rep.RunID)
 		switch {
 		case r.err != nil:
 		case ok:
+			for _, v := range earlier {
+				s.Reports.set(v.as(rep), run)
+			}
 			s.Reports.set(rep, run)
 		default:
 			r.fail("report %s of unknown run %s", rep.ID, rep.RunID)

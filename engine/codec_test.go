@@ -299,7 +299,7 @@ func TestDecodeRefusesUnknownSnapshotFormats(t *testing.T) {
 	// tell format 1 from 2: read as either, it would decode.
 	for name, a := range map[string]*Agent{"fresh": newHarness(t).a, "history": buildHistory(t).a} {
 		good := AppendState(nil, a.Snapshot())
-		for _, format := range []byte{0, snapshotV2 + 1, 0xff} {
+		for _, format := range []byte{0, snapshotV3 + 1, 0xff} {
 			b := slices.Clone(good)
 			b[0] = format
 			if _, err := DecodeState(b); !errors.Is(err, ErrDecode) {

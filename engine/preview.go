@@ -55,11 +55,12 @@ func (m Moved) Delta() float64 { return m.Draft - m.Current }
 //
 //   - runs, signals and claims are append-only and carry the sequence of
 //     the event that made them, so the ones after the start are skipped;
-//   - the two things changed in place, a run's finish and a replaced
-//     report, are noted by apply while the preview is open (the agent
-//     knows its open previews): a run finished after the start was
-//     unfinished at it (a run finishes once), and a report replaced after
-//     the start is read as the copy apply kept of it.
+//   - a report replaced after the start is read as the version that stood
+//     at it, which its table keeps with the sequence that made it;
+//   - a run's finish, the one thing changed in place, is noted by apply
+//     while the preview is open (the agent knows its open previews): a
+//     run finished after the start was unfinished at it (a run finishes
+//     once).
 //
 // The rejected alternative, an immutable copy taken at the start, costs a
 // copy of every run and report in one actor turn: the blocking the steps
@@ -80,10 +81,9 @@ type Preview struct {
 	moved            []Moved // min-heap by |Δ| (then the larger run id first), at most limit
 	arena            objective.Arena
 	buf              []objective.Observation
-	kinds            objective.Kinds       // of the current and the draft definition
-	codes            evalCodes             // as kinds numbers them, at the start
-	finishedAfter    map[int]bool          // runs finished after the start
-	reportsAtStart   map[int32]startReport // by number: reports replaced since the start
+	kinds            objective.Kinds // of the current and the draft definition
+	codes            evalCodes       // as kinds numbers them, at the start
+	finishedAfter    map[int]bool    // runs finished after the start
 	closed           bool
 }
 
@@ -140,9 +140,14 @@ func (p *Preview) Step(budget int) (done bool) {
 		if !run.Finished {
 			run.FinishedAt = time.Time{}
 		}
-		p.buf = p.gather(i, &r, p.buf[:0])
+		p.buf = p.gather(i, &r, run, p.current.Definition, p.buf[:0])
 		spent += 1 + len(p.buf)
 		cur := p.arena.EvaluateObserved(p.current.Definition, p.current.Version, run, &p.kinds, p.buf, p.now)
+		if a.reports.replacedOf(i) {
+			// Which version of a report a reward reads depends on the
+			// definition's horizon.
+			p.buf = p.gather(i, &r, run, p.draft.Definition, p.buf[:0])
+		}
 		drf := p.arena.EvaluateObserved(p.draft.Definition, p.draft.Version, run, &p.kinds, p.buf, p.now)
 		p.curSum.Add(&cur)
 		p.draftSum.Add(&drf)
@@ -153,8 +158,8 @@ func (p *Preview) Step(budget int) (done bool) {
 
 // gather appends run i's signals as of the start: those recorded by then,
 // to it or to the objects it had claimed by then, and its reports as they
-// stood then.
-func (p *Preview) gather(i int, r *Run, buf []objective.Observation) []objective.Observation {
+// stood then, as a reward of run (r as of the start) under def reads them.
+func (p *Preview) gather(i int, r *Run, run objective.Run, def objective.Definition, buf []objective.Observation) []objective.Observation {
 	a := p.a
 	buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofRun(i)), p.codes.signals)
 	for _, cl := range r.Claims {
@@ -163,20 +168,9 @@ func (p *Preview) gather(i int, r *Run, buf []objective.Observation) []objective
 		}
 		buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofObject(cl.Object)), p.codes.signals)
 	}
+	deadline, closes := def.Deadline(run)
 	for _, n := range a.reports.ofRun(i) {
-		if old, ok := p.reportsAtStart[n]; ok {
-			if old.valued {
-				buf = append(buf, old.sig)
-			}
-			continue
-		}
-		rec := a.reports.record(int(n))
-		if rec.seq > p.seq {
-			continue // made after the start
-		}
-		if sig, ok := a.reports.observe(int(n), rec, p.codes.reports); ok {
-			buf = append(buf, sig)
-		}
+		buf = a.reports.appendObserved(buf, int(n), p.codes.reports, p.seq, deadline, closes)
 	}
 	return buf
 }
@@ -277,7 +271,7 @@ func (p *Preview) Close() {
 	if i := slices.Index(a.previews, p); i >= 0 {
 		a.previews = slices.Delete(a.previews, i, i+1)
 	}
-	p.finishedAfter, p.reportsAtStart = nil, nil
+	p.finishedAfter = nil
 }
 
 // noteFinish is apply's note, for open previews, that run i finishes now.
@@ -292,30 +286,4 @@ func (a *Agent) noteFinish(i int) {
 			p.finishedAfter[i] = true
 		}
 	}
-}
-
-// noteReplace is apply's note, for open previews, that report n of run i
-// is about to be overwritten: a preview that has still to read it keeps it
-// as it stood at the preview's start.
-func (a *Agent) noteReplace(i, n int) {
-	cur := a.reports.record(n)
-	for _, p := range a.previews {
-		if i < p.next || i >= p.runs || cur.seq > p.seq {
-			continue
-		}
-		if _, ok := p.reportsAtStart[int32(n)]; ok {
-			continue
-		}
-		if p.reportsAtStart == nil {
-			p.reportsAtStart = map[int32]startReport{}
-		}
-		sig, valued := a.reports.observe(n, cur, p.codes.reports)
-		p.reportsAtStart[int32(n)] = startReport{sig, valued}
-	}
-}
-
-// startReport is a report as a preview's start saw it.
-type startReport struct {
-	sig    objective.Observation
-	valued bool // it had a value: sig counts
 }

@@ -418,3 +418,26 @@ func TestPreviewKeepsTheFirstRunsAmongEqualMoves(t *testing.T) {
 		t.Fatalf("moved %+v (%d changed); want %+v", got.Moved, got.Changed, moved)
 	}
 }
+
+// TestPreviewOfALongerHorizonReadsALateReplacement: a report replaced after
+// the current objective's horizon reads, under it, as the value that stood
+// at the horizon; a draft whose horizon the replacement is within reads
+// the replacement, as publishing the draft would.
+func TestPreviewOfALongerHorizonReadsALateReplacement(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(CreateRun{})
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.3), Weight: 1, Started: 1})
+	h.must(PutObjective{Definition: mustParse(t, `{"horizon_s": 3600, "terms": [{"signal": "ci", "weight": 1}]}`)})
+	h.must(FinishRun{RunID: r.ID, Succeeded: true})
+	h.now = h.now.Add(2 * time.Hour)
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.9), Weight: 1, Started: 2})
+	draft := mustParse(t, `{"horizon_s": 36000, "terms": [{"signal": "ci", "weight": 1}]}`)
+	got := runPreview(t, h.a, PreviewObjective{Definition: draft}, h.now, 1<<30)
+	if len(got.Moved) != 1 || got.Moved[0].Current != 0.3 || got.Moved[0].Draft != 0.9 {
+		t.Fatalf("moved %+v, want the run from 0.3 (current: the value at its horizon) to 0.9", got.Moved)
+	}
+	h.must(PutObjective{Definition: draft})
+	if rw, _ := h.a.Reward(r.ID, -1, h.now); rw.Value == nil || *rw.Value != 0.9 {
+		t.Fatalf("the draft published reads %v, want 0.9", rw.Value)
+	}
+}

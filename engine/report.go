@@ -121,9 +121,6 @@ func (a *Agent) applyReport(rep Report) error {
 	if !ok {
 		return fmt.Errorf("engine: report of unknown run %s", rep.RunID)
 	}
-	if n, ok := a.reports.find(run, rep.Scorer, rep.TurnID); ok && len(a.previews) > 0 {
-		a.noteReplace(run, n)
-	}
 	if a.reports == nil {
 		a.reports = &reportTable{}
 	}
@@ -160,14 +157,16 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 	return out
 }
 
-// reportObservations appends, for the reward evaluator, one signal of
-// kind = scorer per standing report of run number run that has a value,
-// its kind numbered by codes (see codesFor).
-func (a *Agent) reportObservations(run int, buf []objective.Observation, codes kindCodes) []objective.Observation {
+// reportObservations appends, for the reward evaluator reading run number
+// run (as r) under def, a signal of kind = scorer per standing report with
+// a value, its kind numbered by codes (see codesFor); for one replaced
+// after the run's deadline, also the value it held by then, which the
+// reward uses in its place (see reportTable.appendObserved).
+func (a *Agent) reportObservations(run int, r objective.Run, def objective.Definition, buf []objective.Observation,
+	codes kindCodes) []objective.Observation {
+	deadline, closes := def.Deadline(r)
 	for _, n := range a.reports.ofRun(run) {
-		if sig, ok := a.reports.observe(int(n), a.reports.record(int(n)), codes); ok {
-			buf = append(buf, sig)
-		}
+		buf = a.reports.appendObserved(buf, int(n), codes, math.MaxUint64, deadline, closes)
 	}
 	return buf
 }

@@ -127,7 +127,9 @@ func TestReportStandsAsOfItsLatestReplacement(t *testing.T) {
 
 // TestReportReplacedAfterTheHorizonIsLate: a report is received when it was
 // last replaced. One made within the horizon and replaced after it stands as
-// a late signal: counted in late_signals and not in the reward.
+// a late signal: counted in late_signals and not in the reward, which goes
+// on reading the value that stood at the horizon (seed 000: a signal
+// received later is "never used", and the reward closed at the horizon).
 func TestReportReplacedAfterTheHorizonIsLate(t *testing.T) {
 	h := newHarness(t)
 	r := h.run(CreateRun{})
@@ -145,8 +147,30 @@ func TestReportReplacedAfterTheHorizonIsLate(t *testing.T) {
 	h.now = h.now.Add(2 * time.Hour)
 	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.9), Weight: 1, Started: 2})
 	rw, _ := h.a.Reward(r.ID, -1, h.now)
-	if rw.LateSignals != 1 || rw.Terms[0].Raw != nil {
-		t.Fatalf("reward after the report was replaced past the horizon: late %d, ci term %+v; want 1 late and no ci value",
-			rw.LateSignals, rw.Terms[0])
+	if rw.LateSignals != 1 || rw.Value == nil || *rw.Value != 0.2 {
+		t.Fatalf("reward after the report was replaced past the horizon: late %d, value %v; want 1 late and 0.2",
+			rw.LateSignals, rw.Value)
+	}
+	// Replaced again past the horizon, and with no value: still the value
+	// of the horizon, the late one counted once.
+	h.now = h.now.Add(time.Hour)
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Value: ptr(0.5), Weight: 1, Started: 3})
+	h.must(ReportReward{RunID: r.ID, Kind: ReportExternal, Scorer: "ci", Weight: 1, Started: 4})
+	if rw, _ := h.a.Reward(r.ID, -1, h.now); rw.LateSignals != 0 || rw.Value == nil || *rw.Value != 0.2 {
+		t.Fatalf("reward after a late replacement without a value: late %d, value %v; want 0 late (no value, no signal) and 0.2",
+			rw.LateSignals, rw.Value)
+	}
+	// A longer horizon reads the latest replacement within it.
+	def, err = objective.Parse([]byte(`{"horizon_s":36000,"terms":[{"signal":"ci","weight":1}]}`), "definition")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.must(PutObjective{Definition: def})
+	h.now = h.now.Add(time.Minute)
+	if rw, _ := h.a.Reward(r.ID, -1, h.now); rw.Value != nil || rw.Status != objective.StatusExcluded {
+		t.Fatalf("under a 10 h horizon: %v %s, want the standing report's no value: excluded", rw.Value, rw.Status)
+	}
+	if rw, _ := h.a.Reward(r.ID, 1, h.now); rw.Value == nil || *rw.Value != 0.2 {
+		t.Fatalf("version 1 read again: %v, want 0.2", rw.Value)
 	}
 }

@@ -29,15 +29,19 @@ import (
 // collector scanned on every cycle, and its key of three strings in a map.
 //
 // A report is replaced in place (reporting again under its key), so records
-// and extras are kept in copy-on-write blocks, as runs are. The zero
+// and extras are kept in copy-on-write blocks, as runs are. What a
+// replaced report held is kept in earlier, by report number: a replacement
+// received after its run's horizon is late, and the reward goes on using
+// the value that stood at the horizon (see appendObserved). The zero
 // reportTable is empty, and so is a nil one, which is what an agent that
 // never had a report holds; a view has no index.
 type reportTable struct {
-	recs   cowChunked[reportRecord]
-	extras cowSparse[reportExtra]
-	names  names
-	keys   map[reportKey]int32 // made at the first report; none in a view
-	byRun  map[int32][]int32   // run number → its reports, first-made order; none in a view
+	recs    cowChunked[reportRecord]
+	extras  cowSparse[reportExtra]
+	earlier cowSparse[[]reportVersion] // a replaced report's values before the standing one, oldest first
+	names   names
+	keys    map[reportKey]int32 // made at the first report; none in a view
+	byRun   map[int32][]int32   // run number → its reports, first-made order; none in a view
 }
 
 type reportKey struct {
@@ -79,6 +83,15 @@ const (
 	reportFarCreated
 	reportFarUpdated
 )
+
+// reportVersion is a value a report held before a replacement: 40 bytes,
+// no pointers.
+type reportVersion struct {
+	at     objective.Instant // its updated_at
+	value  float64           // when valued
+	seq    uint64
+	valued bool
+}
 
 // reportExtra is what few reports carry.
 type reportExtra struct {
@@ -170,6 +183,9 @@ func (t *reportTable) set(rep Report, run int) {
 		t.keys[k] = n
 		t.byRun[k.run] = append(t.byRun[k.run], n)
 	} else {
+		cur := t.version(int(n))
+		e := t.earlier.mut(int(n))
+		*e = append(*e, cur)
 		*t.recs.mut(int(n)) = rec
 	}
 	switch cur := t.extras.at(int(n)); {
@@ -183,6 +199,17 @@ func (t *reportTable) set(rep Report, run int) {
 	}
 }
 
+// replacedOf reports whether a report of run number run was ever
+// replaced.
+func (t *reportTable) replacedOf(run int) bool {
+	for _, n := range t.ofRun(run) {
+		if len(t.earlierVersions(int(n))) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ofRun lists the reports of run number run in first-made order.
 func (t *reportTable) ofRun(run int) []int32 {
 	if t == nil {
@@ -194,18 +221,92 @@ func (t *reportTable) ofRun(run int) []int32 {
 // record returns report n's record.
 func (t *reportTable) record(n int) reportRecord { return *t.recs.At(n) }
 
-// observe is a report's record as the reward evaluator reads it: a signal
-// of kind = scorer (numbered by codes, see names.codes), when the report
-// has a value.
-func (t *reportTable) observe(n int, rec reportRecord, codes kindCodes) (objective.Observation, bool) {
-	if rec.flags&reportHasValue == 0 {
-		return objective.Observation{}, false
-	}
+// version is what report n holds now, as earlier keeps it once replaced.
+func (t *reportTable) version(n int) reportVersion {
+	rec := t.recs.At(n)
 	at := rec.updated.instant()
 	if rec.flags&reportFarUpdated != 0 {
 		at = objective.InstantOf(t.extras.at(n).odd.updated)
 	}
-	return objective.Observation{Kind: codes.of(rec.scorer), Value: rec.value, Occurred: at, Received: at, Seq: rec.seq}, true
+	return reportVersion{at: at, value: rec.value, seq: rec.seq, valued: rec.flags&reportHasValue != 0}
+}
+
+// earlierVersions returns what report n held before the standing value,
+// oldest first.
+func (t *reportTable) earlierVersions(n int) []reportVersion {
+	if p := t.earlier.at(n); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// appendObserved appends report n as a reward read with deadline (a
+// finished run's, see objective.Definition.Deadline; none when closes is
+// false) uses it, as of event upTo: the value standing then, a signal of
+// kind = scorer numbered by codes; and when that came after the deadline,
+// which makes it late, also the last value the report held by the
+// deadline, which the reward uses in its place. A report without a value
+// is no signal.
+func (t *reportTable) appendObserved(buf []objective.Observation, n int, codes kindCodes, upTo uint64,
+	deadline objective.Instant, closes bool) []objective.Observation {
+	cur, before := t.version(n), t.earlierVersions(n)
+	if cur.seq > upTo {
+		k := 0
+		for k < len(before) && before[k].seq <= upTo {
+			k++
+		}
+		if k == 0 {
+			return buf // made after upTo
+		}
+		cur, before = before[k-1], before[:k-1]
+	}
+	kind := codes.of(t.recs.At(n).scorer)
+	if cur.valued {
+		buf = append(buf, cur.observation(kind))
+	}
+	if !closes || !objective.Late(cur.at, deadline) {
+		return buf
+	}
+	for i := len(before) - 1; i >= 0; i-- {
+		if v := before[i]; !objective.Late(v.at, deadline) {
+			if v.valued {
+				buf = append(buf, v.observation(kind))
+			}
+			break
+		}
+	}
+	return buf
+}
+
+// as is rep as it was when it held v: what the event that set v set, but
+// for what the report's later versions changed too (the trace, the
+// detail), which no reward reads.
+func (v reportVersion) as(rep Report) Report {
+	rep.Value, rep.UpdatedAt, rep.Seq = nil, v.at.Time(), v.seq
+	if v.valued {
+		x := v.value
+		rep.Value = &x
+	}
+	return rep
+}
+
+// replaced reports whether any report was ever replaced.
+func (t *reportTable) replaced() bool {
+	if t == nil {
+		return false
+	}
+	for _, b := range t.earlier.blocks {
+		for _, e := range b {
+			if len(e) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (v reportVersion) observation(kind int32) objective.Observation {
+	return objective.Observation{Kind: kind, Value: v.value, Occurred: v.at, Received: v.at, Seq: v.seq}
 }
 
 // at returns report n; runs names its run.
@@ -247,5 +348,5 @@ func (t *reportTable) view() reportTable {
 	if t == nil {
 		return reportTable{}
 	}
-	return reportTable{recs: t.recs.view(), extras: t.extras.view(), names: t.names.view()}
+	return reportTable{recs: t.recs.view(), extras: t.extras.view(), earlier: t.earlier.view(), names: t.names.view()}
 }

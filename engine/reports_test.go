@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"testing"
@@ -52,14 +53,14 @@ func TestReportTableReadsBackWhatWasSet(t *testing.T) {
 		if !bytes.Equal(fromRecord, fromValue) {
 			t.Errorf("report %d encodes from its record as %x, from its value as %x", n, fromRecord, fromValue)
 		}
-		got, valued := view.observe(n, view.record(n), codes)
-		if valued != (want.Value != nil) {
-			t.Errorf("report %d observed: %v, want %v", n, valued, want.Value != nil)
+		got := view.appendObserved(nil, n, codes, math.MaxUint64, objective.Instant{}, false)
+		if valued := len(got) == 1; len(got) > 1 || valued != (want.Value != nil) {
+			t.Errorf("report %d observed as %v, want a signal: %v", n, got, want.Value != nil)
 		} else if valued {
 			observed := kinds.Observe(objective.Signal{Kind: want.Scorer, Value: *want.Value, OccurredAt: want.UpdatedAt,
 				ReceivedAt: want.UpdatedAt, Seq: want.Seq})
-			if got != observed {
-				t.Errorf("report %d is observed from its record as %+v, from its value as %+v", n, got, observed)
+			if got[0] != observed {
+				t.Errorf("report %d is observed from its record as %+v, from its value as %+v", n, got[0], observed)
 			}
 		}
 	}
@@ -95,8 +96,10 @@ func TestReportTableForgetsWhatAReplacementDrops(t *testing.T) {
 	_ = live.view()
 	rep.Detail = ""
 	live.set(rep, 0)
+	fresh.set(rep, 0) // as often, so that both keep one earlier version
 	fresh.set(rep, 0)
-	live.recs.shared, live.extras.shared = nil, nil
+	live.recs.shared, live.extras.shared, live.earlier.shared = nil, nil, nil
+	fresh.earlier.shared = nil
 	if !reflect.DeepEqual(live, fresh) {
 		t.Fatalf("replaced:\n%+v\nset once:\n%+v", live, fresh)
 	}

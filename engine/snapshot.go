@@ -50,7 +50,8 @@ func (a *Agent) Snapshot() State {
 //     own sequence order, so an object's runs are listed in claim order;
 //   - variations with their prior before all feedback, which rebuilds the
 //     posteriors by the same additions in the same order;
-//   - signals in receipt order, reports in first-made order.
+//   - signals in receipt order, reports in first-made order, each replaced
+//     one set to what it held before, in turn, and then to what it holds.
 //
 // The signals are the one exception: applying a signal only adds it to the
 // log, so the agent adopts the view's log (adopt), whose records were made
@@ -158,6 +159,11 @@ func (s State) afterSignals(yield func(seqEvent) bool) {
 	}
 	for n := 0; n < s.Reports.len(); n++ {
 		rep := s.Reports.at(n, &s.Runs)
+		for _, v := range s.Reports.earlierVersions(n) {
+			if !yield(seqEvent{v.seq, ReportRecorded{Report: v.as(rep)}}) {
+				return
+			}
+		}
 		if !yield(seqEvent{rep.Seq, ReportRecorded{Report: rep}}) {
 			return
 		}

@@ -143,7 +143,7 @@ func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Tim
 		sr := summaryRun{run: int32(i), signals: capped(a.signals.ofRun(i))}
 		claims, reports := a.runs.claims(i), a.reports.ofRun(i)
 		if len(claims) > 0 || len(reports) > 0 {
-			x := &summaryExtra{reports: a.reportObservations(i, nil, codes.reports)}
+			x := &summaryExtra{reports: a.reportObservations(i, a.runs.objectiveRun(i), ov.Definition, nil, codes.reports)}
 			for _, cl := range claims {
 				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
 			}

@@ -69,6 +69,9 @@ func (i Instant) Compare(j Instant) int {
 // after reports whether i is after j: Compare(j) > 0, written out because
 // it is in the evaluator's innermost loops, where going through Compare cost
 // a tenth of a 1,000-signal reward (BenchmarkReward).
+// Time returns i as a time in UTC.
+func (i Instant) Time() time.Time { return time.Unix(i.Sec, int64(i.Nsec)).UTC() }
+
 func (i Instant) after(j Instant) bool { return i.Sec > j.Sec || i.Sec == j.Sec && i.Nsec > j.Nsec }
 
 // Kinds numbers the signal kinds that definitions name. Observations
@@ -237,7 +240,7 @@ func (a *Arena) EvaluateObserved(def Definition, version int, run Run, kinds *Ki
 	r := Reward{RunID: run.ID, ObjectiveVersion: version}
 	var deadline Instant
 	if run.Finished {
-		at := run.FinishedAt.Add(duration(def.horizon()))
+		at := def.closes(run)
 		deadline = InstantOf(at)
 		r.MaturesAt = at
 		r.Matured = !now.Before(at)
@@ -373,8 +376,26 @@ func aggregate(t Term, kind int32, signals []Observation, run Run, deadline Inst
 
 // usable reports whether s arrived by the deadline; an unfinished run has none.
 func usable(s *Observation, run Run, deadline Instant) bool {
-	return !run.Finished || !s.Received.after(deadline)
+	return !run.Finished || !Late(s.Received, deadline)
 }
+
+// closes is when a finished run's reward closes under d: finished_at +
+// horizon_s.
+func (d Definition) closes(run Run) time.Time { return run.FinishedAt.Add(duration(d.horizon())) }
+
+// Deadline is when run's reward closes under d, as the evaluator reads
+// it: a signal received after it is late. An unfinished run has none
+// (false).
+func (d Definition) Deadline(run Run) (Instant, bool) {
+	if !run.Finished {
+		return Instant{}, false
+	}
+	return InstantOf(d.closes(run)), true
+}
+
+// Late reports whether a signal received at received is late against
+// deadline (see Deadline).
+func Late(received, deadline Instant) bool { return received.after(deadline) }
 
 // guardMatched reports whether a usable signal of the run, of kind number
 // kind, holds guard g.

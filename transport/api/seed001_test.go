@@ -630,3 +630,25 @@ func TestSeed001ValueEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// TestALateReplacementLeavesAMaturedRewardAsItMatured: a report replaced
+// after the job's horizon is late (counted, never used), and the reward
+// keeps the value that stood at the horizon.
+func TestALateReplacementLeavesAMaturedRewardAsItMatured(t *testing.T) {
+	e := newS1Env(t)
+	agentPath := "/api/v1/agents/" + e.agent
+	e.c.must(200, "PUT", agentPath+"/objective", `{"definition": {"horizon_s": 3, "terms": [{"signal": "ci", "weight": 1}]}}`)
+	e.mustReport(t, `{"scorer": "ci", "value": 0.9}`)
+	e.c.must(200, "POST", agentPath+"/runs/"+e.job+"/finish", `{"succeeded": true}`)
+	e.clk.Advance(4 * time.Second)
+	reward := func() map[string]any { return e.c.must(200, "GET", agentPath+"/runs/"+e.job+"/reward", "") }
+	before := reward()
+	if before["value"] != 0.9 || before["matured"] != true {
+		t.Fatalf("matured reward %v, want 0.9", before)
+	}
+	e.mustReport(t, `{"scorer": "ci", "value": 0.1}`)
+	after := reward()
+	if after["value"] != 0.9 || after["late_signals"] != 1.0 || after["status"] != "scored" {
+		t.Fatalf("after a late replacement: %v, want 0.9 still, one late signal", after)
+	}
+}
