@@ -114,7 +114,8 @@ func TestCreateAgentValidates(t *testing.T) {
 	}{
 		{CreateAgent{ID: "agt_1"}, "name"},
 		{CreateAgent{ID: "agt_1", Name: "x", SelectionMode: "BEST"}, "selection_mode"},
-		{CreateAgent{ID: "agt_1", Name: "x", Labels: map[string]string{"": "v"}}, "labels"},
+		{CreateAgent{ID: "agt_1", Name: "x", Labels: map[string]string{"": "v"}}, `labels[""]`},
+		{CreateAgent{ID: "agt_1", Name: "x", Labels: map[string]string{strings.Repeat("k", 318): "v"}}, "labels." + strings.Repeat("k", 318)},
 	}
 	for _, c := range cases {
 		_, evs, err := executeAny(NewAgent(), c.cmd, t0, rand.New(rand.NewPCG(1, 1)))

@@ -426,7 +426,7 @@ func CheckLabels(path string, labels map[string]string) error {
 	}
 	for k, v := range labels {
 		if k == "" || len(k) > maxLabelKey {
-			return field.Errorf(path, "label keys must be 1-%d bytes", maxLabelKey)
+			return field.Errorf(field.Join(path, k), "label keys must be 1-%d bytes", maxLabelKey)
 		}
 		if len(v) > maxLabelVal {
 			return field.Errorf(field.Join(path, k), "must be at most %d bytes", maxLabelVal)

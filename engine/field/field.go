@@ -33,12 +33,32 @@ func Errorf(path, format string, args ...any) error {
 	return &Error{Path: path, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Join appends a key to a path: Join("definition", "terms") = "definition.terms".
+// Join appends a key to a path: Join("definition", "terms") =
+// "definition.terms". A key that is not a plain name (letters, digits, '_'
+// and '-') is quoted in brackets, so that the path reads one way:
+// Join("labels", "cadenya.com/team") = `labels["cadenya.com/team"]`.
 func Join(path, key string) string {
+	if !plainKey(key) {
+		return path + "[" + Quote(key) + "]"
+	}
 	if path == "" {
 		return key
 	}
 	return path + "." + key
+}
+
+func plainKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Index appends an index to a path: Index("terms", 1) = "terms[1]".

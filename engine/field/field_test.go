@@ -14,6 +14,7 @@ func TestRename(t *testing.T) {
 	cases := []struct{ path, want string }{
 		{"score", "data.score"},
 		{"labels.team", "metadata.labels.team"},
+		{`labels["cadenya.com/team"]`, `metadata.labels["cadenya.com/team"]`},
 		{"terms[1].scale", "definition.terms[1].scale"},
 		{"scorer", "scorer"}, // a prefix of the name, not of the path
 		{"", ""},
@@ -27,6 +28,26 @@ func TestRename(t *testing.T) {
 	other := errors.New("not a field error")
 	if Rename(other, names) != other {
 		t.Error("Rename changed an error that is not a field error")
+	}
+}
+
+// TestJoinQuotesKeysThatAreNotNames: a key with a dot, a slash, a space or
+// nothing at all would make a path read two ways; it is quoted instead.
+func TestJoinQuotesKeysThatAreNotNames(t *testing.T) {
+	for _, c := range []struct{ path, key, want string }{
+		{"", "terms", "terms"},
+		{"definition", "horizon_s", "definition.horizon_s"},
+		{"metadata", "agentId", "metadata.agentId"},
+		{"labels", "team-1", "labels.team-1"},
+		{"labels", "a.b", `labels["a.b"]`},
+		{"labels", "cadenya.com/team", `labels["cadenya.com/team"]`},
+		{"labels", "", `labels[""]`},
+		{"detail", `say "hi"`, `detail["say \"hi\""]`},
+		{"", "a b", `["a b"]`},
+	} {
+		if got := Join(c.path, c.key); got != c.want {
+			t.Errorf("Join(%q, %q) = %s, want %s", c.path, c.key, got, c.want)
+		}
 	}
 }
 
@@ -46,7 +67,7 @@ func TestParseJSONNamesBadValues(t *testing.T) {
 		// after it, by fastjson.
 		{`{"a": "sur\ud800x"}`, "p.a"},
 		{`{"a": ["ok", "x\ud800\u0041y"]}`, "p.a[1]"},
-		{`{"a": {"b\u00e9": "\udc00"}}`, "p.a.bé"},
+		{`{"a": {"b\u00e9": "\udc00"}}`, `p.a["bé"]`},
 		{`{"a": {"\udbff": 1}}`, "p.a"},
 		{`[{"a": 1}, {"b": [1, {"c": "\ud83d"}]}]`, "p[1].b[1].c"},
 		// A key twice in one object: readers differ on which value counts.

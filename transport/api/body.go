@@ -28,14 +28,20 @@ func (b *body) top() *body {
 	return b
 }
 
+// orEmptyObject is raw, or {} for an empty body: a body left out reads as
+// one with no members, whose required members are then named as missing.
+func orEmptyObject(raw []byte) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	return raw
+}
+
 // parseBody parses raw as a JSON object and calls fn with it. The JSON is
 // held to RFC 8259 by field.ParseJSON: a malformed number anywhere in the
 // body is a 400 naming its path, never a 0.
 func parseBody(raw []byte, fn func(b *body) error) error {
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	_, err := field.ParseJSON(raw, "", func(v *fastjson.Value) (struct{}, error) {
+	_, err := field.ParseJSON(orEmptyObject(raw), "", func(v *fastjson.Value) (struct{}, error) {
 		if v.Type() != fastjson.TypeObject {
 			return struct{}{}, field.Errorf("", "body must be a JSON object")
 		}
@@ -183,7 +189,7 @@ func (b *body) labels(key string) map[string]string {
 	o.Visit(func(k []byte, lv *fastjson.Value) {
 		s, err := lv.StringBytes()
 		if err != nil {
-			b.fail(key+"."+string(k), "must be a string")
+			b.record(field.Errorf(field.Join(field.Join(b.path, key), string(k)), "must be a string"))
 			return
 		}
 		m[string(k)] = string(s)
