@@ -2,6 +2,7 @@ package objective
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -38,7 +39,11 @@ type Histogram struct {
 // Bin returns the bin of value v.
 func (h *Histogram) Bin(v float64) int {
 	lo, hi := h.Bounds[0], h.Bounds[1]
-	i := int((v - lo) / (hi - lo) * HistogramBins)
+	num, den := v-lo, hi-lo
+	if math.IsInf(den, 0) { // bounds wider than MaxFloat64; halves cannot overflow
+		num, den = v/2-lo/2, hi/2-lo/2
+	}
+	i := int(num / den * HistogramBins)
 	return min(max(i, 0), HistogramBins-1)
 }
 

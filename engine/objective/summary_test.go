@@ -3,6 +3,7 @@ package objective
 import (
 	"cmp"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -137,5 +138,19 @@ func TestSummaryHistogram(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", h, want)
 			}
 		})
+	}
+}
+
+// TestHistogramBinsOfTheWidestBounds: bounds whose width overflows a double
+// still cut into equal bins (each value used to fall in bin 0).
+func TestHistogramBinsOfTheWidestBounds(t *testing.T) {
+	h := Histogram{Bounds: [2]float64{-math.MaxFloat64, math.MaxFloat64}}
+	for _, c := range []struct {
+		v    float64
+		want int
+	}{{-math.MaxFloat64, 0}, {0, HistogramBins / 2}, {math.MaxFloat64 / 2, HistogramBins * 3 / 4}, {math.MaxFloat64, HistogramBins - 1}} {
+		if got := h.Bin(c.v); got != c.want {
+			t.Errorf("Bin(%g) = %d, want %d", c.v, got, c.want)
+		}
 	}
 }
