@@ -48,7 +48,11 @@ func (d *Decoder) Object(v *fastjson.Value, path string) *fastjson.Object {
 		return nil
 	}
 	o, err := v.Object()
-	if err != nil {
+	switch {
+	case err == nil:
+	case path == "":
+		d.Fail(path, "body must be a JSON object")
+	default:
 		d.Fail(path, "must be an object")
 	}
 	return o

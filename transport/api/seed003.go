@@ -29,7 +29,7 @@ import (
 //	GET  /v1/judge-versions                 j1 and the published ones
 
 func (c *call) createTask() (result, error) {
-	t, err := judge.Parse(c.req.Body, "")
+	t, err := judge.Parse(orEmptyObject(c.req.Body), "")
 	if err != nil {
 		return result{}, err
 	}
@@ -92,7 +92,7 @@ func appendTaskVersion(b []byte, tv judging.TaskVersion) []byte {
 }
 
 func (c *call) putJudgeVersion() (result, error) {
-	jv, err := judging.ParseJudgeVersion(c.req.Target.Version, c.req.Body)
+	jv, err := judging.ParseJudgeVersion(c.req.Target.Version, orEmptyObject(c.req.Body))
 	if err != nil {
 		return result{}, err
 	}
@@ -239,10 +239,7 @@ func (c *call) preferWait() (time.Duration, error) {
 // episode_id?, client_ref?}. An empty answer is valid (it is flagged
 // empty_answer); episode_id is resolved by the caller.
 func decodeJudgedReward(raw []byte) (judging.NewReward, error) {
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	return field.ParseJSON(raw, "", func(v *fastjson.Value) (judging.NewReward, error) {
+	return field.ParseJSON(orEmptyObject(raw), "", func(v *fastjson.Value) (judging.NewReward, error) {
 		var dec field.Decoder
 		o := dec.Object(v, "")
 		str := func(v *fastjson.Value, path string) string {

@@ -82,11 +82,23 @@ func TestSeed003InvalidTasks(t *testing.T) {
 		{"unknown check", `{"id": "t", "rubric": {"criteria": [{"id": "a", "check": {"type": "sounds_good"}}]}}`, "rubric.criteria[0].check.type:"},
 		{"weight not positive", `{"id": "t", "rubric": {"criteria": [{"id": "a", "weight": 0, "check": {"type": "json_valid"}}]}}`, "rubric.criteria[0].weight:"},
 		{"duplicate criterion", `{"id": "t", "rubric": {"criteria": [{"id": "a", "check": {"type": "json_valid"}}, {"id": "a", "check": {"type": "json_valid"}}]}}`, "rubric.criteria[1].id:"},
+		// As every other body: an empty one lacks its members, a non-object
+		// one is no body.
+		{"empty body", ``, "id: is required"},
+		{"an array", `[]`, "body must be a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			apiError(t, c.request("POST", "/v1/tasks", tc.body, nil), 400, "invalid_request", tc.path)
+			var hdr map[string]string
+			if tc.body == "" {
+				hdr = map[string]string{"Content-Type": "application/json"}
+			}
+			apiError(t, c.request("POST", "/v1/tasks", tc.body, hdr), 400, "invalid_request", tc.path)
 		})
 	}
+	json := map[string]string{"Content-Type": "application/json"}
+	apiError(t, c.request("PUT", "/v1/judge-versions/j2", ``, json), 400, "invalid_request", "judges: is required")
+	apiError(t, c.request("PUT", "/v1/judge-versions/j2", `"x"`, nil), 400, "invalid_request", "body must be a JSON object")
+	apiError(t, c.request("POST", "/v1/rewards", `[1]`, nil), 400, "invalid_request", "body must be a JSON object")
 }
 
 // TestSeed003JudgeVersions: j1 exists from the start and maps every judge
