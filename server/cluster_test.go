@@ -297,6 +297,30 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 	for j := range nodes {
 		c[j].as(key).must(200, "GET", "/api/v1/agents/"+made[0].agent, "")
 	}
+	// A key used through one node shows its last use on every node once
+	// that node has saved it (once a minute; here at once).
+	one := c[0].must(201, "POST", "/v1/workspaces/default/api-keys", `{"name": "one-node"}`)
+	c[0].as(str(t, one, "key")).must(200, "GET", "/api/v1/agents/"+made[0].agent, "")
+	if err := nodes[0].tenancy.SaveUsage(); err != nil {
+		t.Fatal(err)
+	}
+	for j := range nodes {
+		lastUsed := func() any {
+			for _, k := range list(t, c[j].must(200, "GET", "/v1/workspaces/default/api-keys", ""), "items") {
+				if k := k.(map[string]any); k["id"] == one["id"] {
+					return k["last_used_at"]
+				}
+			}
+			return nil
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for lastUsed() == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("n%d shows no last use of a key used through n0 and saved there", j)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// Every node shows the same cluster to an admin, and nothing to others.
 	for j := range nodes {
 		st := c[j].must(200, "GET", "/v1/cluster", "")

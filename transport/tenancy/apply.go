@@ -50,6 +50,11 @@ func (t *Tenancy) Apply(kvs []persist.KV) {
 				revoked = append(revoked, p)
 			}
 			t.index(p)
+		case strings.HasPrefix(k, usedPrefix) && kv.Value != nil:
+			// Another node's save, or this node's own coming back.
+			if p, ok := t.keys[t.byID[k[len(usedPrefix):]]]; ok {
+				_ = p.use.recorded(kv.Value) // a record that does not parse shows nothing
+			}
 		}
 	}
 	hooks := t.onRevoke
@@ -106,7 +111,7 @@ func (t *Tenancy) Refresh() error {
 	if v, err := t.store.Get([]byte(accountKey)); err == nil {
 		kvs = append(kvs, persist.KV{Key: []byte(accountKey), Value: v})
 	}
-	for _, prefix := range []string{wsPrefix, keyPrefix} {
+	for _, prefix := range []string{wsPrefix, keyPrefix, usedPrefix} {
 		if err := t.store.Scan([]byte(prefix), collect); err != nil {
 			return err
 		}

@@ -311,3 +311,82 @@ func TestAMissDuringACatchUpWaitsForTheNext(t *testing.T) {
 		t.Fatalf("%d catch-up calls, want 2", n)
 	}
 }
+
+// TestALastUseOnAnotherNodeIsTakenIn: in a cluster each node saves the uses
+// it saw and takes in the others' saves, keeping the later: a key used
+// only through one node shows that use on every node once it is saved, and
+// an older save arriving late lowers nothing.
+func TestALastUseOnAnotherNodeIsTakenIn(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := func() time.Time { return clock }
+	open := func() (*Tenancy, *recordingStore, string) {
+		s, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		rec := &recordingStore{Store: s}
+		ten, key, err := Open(rec, "", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ten, rec, key
+	}
+	a, aRec, key := open()
+	b, bRec, _ := open()
+	stores := map[*Tenancy]*recordingStore{a: aRec, b: bRec}
+	carry := func(from *recordingStore, to *Tenancy) {
+		for _, kvs := range from.puts {
+			if err := stores[to].Store.Put(kvs...); err != nil { // as the directory's mirror writes
+				t.Fatal(err)
+			}
+			to.Apply(kvs)
+		}
+		from.puts = nil
+	}
+	bRec.puts = nil // its own start's
+	carry(aRec, b)
+	p, err := a.AuthenticateKey(key) // the key used through a only
+	if err != nil {
+		t.Fatal(err)
+	}
+	usedOnA := clock
+	lastUsed := func(ten *Tenancy) time.Time { // read without a use
+		q, ok := ten.Profile(p.ProfileID)
+		if !ok {
+			t.Fatal("the key is not known")
+		}
+		return q.LastUsed()
+	}
+	if err := a.SaveUsage(); err != nil {
+		t.Fatal(err)
+	}
+	carry(aRec, b)
+	if got := lastUsed(b); !got.Equal(usedOnA) {
+		t.Fatalf("b shows the key last used %v, want a's %v", got, usedOnA)
+	}
+	if err := b.SaveUsage(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(bRec.puts); n != 0 {
+		t.Fatalf("b saved %d writes of a use it only took in", n)
+	}
+	// A later use through b is saved by b, and a takes it in; a's older
+	// record, carried again, lowers it on neither.
+	clock = clock.Add(time.Hour)
+	if _, err := b.AuthenticateKey(key); err != nil {
+		t.Fatal(err)
+	}
+	usedOnB := clock
+	if err := b.SaveUsage(); err != nil {
+		t.Fatal(err)
+	}
+	carry(bRec, a)
+	older := []persist.KV{{Key: []byte(usedPrefix + p.KeyID), Value: []byte(usedOnA.Format(time.RFC3339Nano))}}
+	for name, ten := range map[string]*Tenancy{"a": a, "b": b} {
+		ten.Apply(older)
+		if got := lastUsed(ten); !got.Equal(usedOnB) {
+			t.Fatalf("%s shows the key last used %v, want b's %v", name, got, usedOnB)
+		}
+	}
+}

@@ -17,10 +17,37 @@ import (
 // its own (usedPrefix), so a save never rewrites a key record and cannot
 // race a revocation.
 
+// In a cluster the records are the directory's: every node writes the
+// uses it saw, and takes in the ones other nodes write (Apply), keeping the
+// later of its own and theirs, so each node answers the key's last use
+// anywhere, as of the others' last save.
+
 // usage is one key's last use.
 type usage struct {
 	at    atomic.Int64 // Unix nanoseconds of the last authentication; 0 never
-	saved int64        // at as last written; guarded by Tenancy.saveMu
+	saved atomic.Int64 // the latest use on record in the store, by this node or another
+}
+
+// storeMax raises v to n, never lowers it.
+func storeMax(v *atomic.Int64, n int64) {
+	for {
+		cur := v.Load()
+		if n <= cur || v.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// recorded takes in a use on record in the store (written by this node or
+// another): the key's last use is the later of it and the one known here.
+func (u *usage) recorded(v []byte) error {
+	at, err := time.Parse(time.RFC3339Nano, string(v))
+	if err != nil {
+		return err
+	}
+	storeMax(&u.at, at.UnixNano())
+	storeMax(&u.saved, at.UnixNano())
+	return nil
 }
 
 // touchEvery is how far apart two recorded uses of a key are at least:
@@ -50,8 +77,8 @@ func (p Principal) LastUsed() time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// SaveUsage writes the last use of every key used since the last save, in
-// one synced write.
+// SaveUsage writes the last use of every key used since the last one on
+// record, in one synced write.
 func (t *Tenancy) SaveUsage() error {
 	t.saveMu.Lock()
 	defer t.saveMu.Unlock()
@@ -63,8 +90,8 @@ func (t *Tenancy) SaveUsage() error {
 	t.mu.RLock()
 	for _, p := range t.keys {
 		at := p.use.at.Load()
-		if at == p.use.saved {
-			continue
+		if at <= p.use.saved.Load() {
+			continue // on record already, here or by another node
 		}
 		kvs = append(kvs, persist.KV{Key: []byte(usedPrefix + p.KeyID),
 			Value: []byte(time.Unix(0, at).UTC().Format(time.RFC3339Nano))})
@@ -78,7 +105,7 @@ func (t *Tenancy) SaveUsage() error {
 		return fmt.Errorf("save key usage: %w", err)
 	}
 	for i, u := range uses {
-		u.saved = times[i]
+		storeMax(&u.saved, times[i])
 	}
 	return nil
 }
@@ -90,12 +117,9 @@ func (t *Tenancy) loadUsage() error {
 		if !ok {
 			return nil // usage of a key not on record: nothing to show it on
 		}
-		at, err := time.Parse(time.RFC3339Nano, string(v))
-		if err != nil {
+		if err := p.use.recorded(v); err != nil {
 			return fmt.Errorf("load usage %q: %w", k, err)
 		}
-		p.use.at.Store(at.UnixNano())
-		p.use.saved = at.UnixNano()
 		return nil
 	})
 }
