@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -79,6 +80,11 @@ func (b *budget) give(n int) { b.free.Add(int64(n)) }
 // headerReceived runs once a request's headers are in, before fasthttp
 // reads any of its body.
 func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	// The request is admitted now, before its body arrives: its start
+	// stamp (seed 001's order of reports) is taken here and carried to
+	// Handle in a header of the door's own, set over any a client sent.
+	var b [20]byte
+	h.SetBytesKV(admittedHeader, strconv.AppendUint(b[:0], d.svc.Stamp(), 10))
 	if n := h.ContentLength(); n == 0 || n == -2 { // -2: no body framing, so no body
 		return fasthttp.RequestConfig{}
 	}
@@ -87,6 +93,27 @@ func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig 
 		conf.MaxRequestBodySize = 1
 	}
 	return conf
+}
+
+// admittedHeader carries a request's start stamp from headerReceived to
+// Handle.
+var admittedHeader = []byte("Plaudit-Admitted-Stamp")
+
+// admitted is the start stamp headerReceived took for the request.
+func (d *Door) admitted(ctx *fasthttp.RequestCtx) uint64 {
+	v := ctx.Request.Header.PeekBytes(admittedHeader)
+	n := uint64(0)
+	for _, c := range v {
+		if c < '0' || c > '9' || n > (1<<64-1-9)/10 {
+			v = nil
+			break
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if len(v) == 0 {
+		return d.svc.Stamp() // not through fasthttp's server (a test calling Handle)
+	}
+	return n
 }
 
 // readBody reads the body of an authenticated request.

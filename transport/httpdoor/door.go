@@ -151,7 +151,7 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	// stays one segment, and "..", "//" or "%2F" never turn one route into
 	// another as fasthttp's normalised Path would.
 	path := string(ctx.URI().PathOriginal())
-	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.svc.Stamp(), Errors: errorShape(path),
+	req := &api.Request{RequestID: d.svc.RequestID(), Started: d.admitted(ctx), Errors: errorShape(path),
 		Door: api.DoorHTTP, Arrived: time.Now()}
 	// Every answer carries it, the console's and /metrics' too.
 	ctx.Response.Header.Set("X-Request-Id", req.RequestID)

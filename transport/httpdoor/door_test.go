@@ -903,3 +903,43 @@ func FuzzRoute(f *testing.F) {
 		}
 	})
 }
+
+// TestAReportIsStampedWhenItsHeadersArrive: seed 001's order of reports is
+// the order their requests were admitted, which is when their headers
+// arrived: a report whose body comes slowly, overtaken by one sent whole
+// after its headers, is the one superseded.
+func TestAReportIsStampedWhenItsHeadersArrive(t *testing.T) {
+	e := newTCPDoorEnv(t, Config{})
+	_, run := e.fixture(t)
+	slow := `{"kind":"external","scorer":"slow","value":0.1}`
+	conn, err := e.dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	head := fmt.Sprintf("POST /v1/jobs/%s/rewards HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", run, adminKey, len(slow))
+	if _, err := io.WriteString(conn, head+slow[:10]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the door has the headers
+	if r := e.do(t, adminKey, "POST", "/v1/jobs/"+run+"/rewards", `{"kind":"external","scorer":"slow","value":0.9}`, nil); r.status != 201 {
+		t.Fatalf("the later report: %d %s", r.status, r.body)
+	}
+	if _, err := io.WriteString(conn, slow[10:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 409 || !strings.Contains(string(body), "reward_superseded") {
+		t.Fatalf("the report admitted first, its body last: %d %s, want 409 reward_superseded", resp.StatusCode, body)
+	}
+	r := e.do(t, adminKey, "GET", "/v1/jobs/"+run+"/rewards", "", nil)
+	if !strings.Contains(string(r.body), `"value":0.9`) || strings.Contains(string(r.body), `"value":0.1`) {
+		t.Fatalf("standing reports %s, want the later one's 0.9", r.body)
+	}
+}
