@@ -237,7 +237,10 @@ func (s *Server) start() (err error) {
 	}
 	apiCfg := api.Config{IdempotencyTTL: cfg.IdempotencyTTL, Now: cfg.Now, Logger: cfg.Logger,
 		Judge: s.judgeSender(), JudgeDeadline: cfg.JudgeDeadline, RequestDeadline: cfg.RequestDeadline, Storage: s.store.Condition,
-		AccessLog: cfg.AccessLog}
+		AccessLog: cfg.AccessLog,
+		// A judge request goes bare, or relayed to another node with a few
+		// headers: what the server carries, less room for them.
+		JudgeMaxRequest: int(s.nc.MaxPayload()) - judgeHeaderRoom}
 	if s.cluster != nil {
 		apiCfg.Router = natsdoor.NewForwarder(s.nc, s.cluster.serves, s.cluster.owner, s.cluster.stale)
 		apiCfg.Cluster = s.cluster.status
@@ -326,6 +329,10 @@ func (s *Server) saveUsage() {
 // Plaudit's own nkey, in process (no socket between the door and its
 // server: a tenth off a request at 1 in flight, BENCHMARKS.md), or
 // connects to the external NATS at NATSURL.
+// judgeHeaderRoom is what a judge request leaves of the server's
+// max_payload for the headers a relay to another node adds.
+const judgeHeaderRoom = 4 << 10
+
 // natsHeaderRoom is what the embedded server's max_payload allows beyond
 // the body limit, for a request's headers.
 const natsHeaderRoom = 64 << 10

@@ -11,6 +11,7 @@ import (
 	"github.com/plaudit/plaudit/internal/jsonw"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/transport/idempotency"
+	"github.com/plaudit/plaudit/transport/judging"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
@@ -52,6 +53,7 @@ var failures = []struct {
 	{idempotency.ErrKeyReused, failure{409, "idempotency_key_reused", 6}},
 	{idempotency.ErrInProgress, failure{409, "idempotency_in_progress", 10}},
 	{ErrBodyTooLarge, failure{413, "body_too_large", 8}},
+	{judging.ErrJudgeRequestTooLarge, failure{413, "body_too_large", 8}},
 	{ErrUnsupportedMedia, failure{415, "unsupported_media_type", 3}},
 	{persist.ErrStorageFull, failure{503, "storage_full", 8}},
 	{persist.ErrFailed, failure{503, "storage_failed", 14}},

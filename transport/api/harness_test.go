@@ -69,6 +69,7 @@ type config struct {
 	IdempotencyTTL   time.Duration
 	Judge            judging.JudgeFunc // seed 003's model judges; nil fails every judge request
 	JudgeDeadline    time.Duration
+	JudgeMaxRequest  int
 	RequestTimeout   time.Duration // the actors' RequestTimeout
 	SelectSyncWindow time.Duration // the actors' SelectSyncWindow
 	// ActorStore, when set, wraps the store the agent actors write through
@@ -129,7 +130,7 @@ func (h *harness) open() {
 		SnapshotInterval: h.cfg.SnapshotInterval, IdleTimeout: h.cfg.IdleTimeout,
 		SelectSyncWindow: h.cfg.SelectSyncWindow, Now: h.clk.Now, Seed: actorSeed})
 	svc, err := api.New(api.Config{IdempotencyTTL: h.cfg.IdempotencyTTL, Now: h.clk.Now,
-		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline, Router: h.cfg.Router}, reg, ten, store)
+		Judge: h.cfg.Judge, JudgeDeadline: h.cfg.JudgeDeadline, JudgeMaxRequest: h.cfg.JudgeMaxRequest, Router: h.cfg.Router}, reg, ten, store)
 	if err != nil {
 		reg.Close()
 		_ = store.Close()

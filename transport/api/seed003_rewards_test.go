@@ -403,6 +403,26 @@ func TestSeed003RewardPendingInProcess(t *testing.T) {
 	}
 }
 
+// TestSeed003AnAnswerTooLargeToJudgeIs413: an answer whose judge request
+// (the task, the criterion and the answer, escaped) would not fit NATS is
+// refused up front; sent, it would fail at the deadline, retryable, and
+// fail again each time (seed 003: a failure "is never caused by the
+// answer"). An answer flagged is scored without a judge and not bounded.
+func TestSeed003AnAnswerTooLargeToJudgeIs413(t *testing.T) {
+	h := newHarness(t, config{JudgeDeadline: 5 * time.Second, JudgeMaxRequest: 1000,
+		Judge: func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+			return []byte(`{"met": true}`), nil
+		}})
+	c := h.client(adminKey)
+	c.must(201, "POST", "/v1/tasks", judgeTask)
+	big := "refund " + strings.Repeat("<", 200) // 1,200 bytes escaped
+	apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/tone"}`, big, ""), nil), 413, "body_too_large", "criterion tone would be")
+	r := c.request("POST", "/v1/rewards", reward(`{"id": "acme/tone"}`, "refund <ok>", ""), map[string]string{"Prefer": "wait=5"})
+	if r.status != 201 || str(t, r.json(t), "status") != "scored" {
+		t.Fatalf("an answer that fits: %d %s", r.status, r.body)
+	}
+}
+
 // TestSeed003RewardNoJudgeFails: no judge answer by the deadline fails the
 // reward (judge_error, retryable); the same answer again is a new reward.
 func TestSeed003RewardNoJudgeFails(t *testing.T) {

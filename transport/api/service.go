@@ -30,8 +30,11 @@ type Config struct {
 	// them, so rewards that need a model judge fail at their deadline.
 	// JudgeDeadline bounds how long a pending reward's judges are asked
 	// (30s).
-	Judge         judging.JudgeFunc
-	JudgeDeadline time.Duration
+	// JudgeMaxRequest bounds a judge request's size (0: no bound): a judged
+	// reward whose answer would make a larger one is 413 body_too_large.
+	Judge           judging.JudgeFunc
+	JudgeDeadline   time.Duration
+	JudgeMaxRequest int
 	// RequestDeadline is how long after admission a request may wait for
 	// its agent (5s): one its actor reaches later is dropped, and answered
 	// 503 overloaded with a Retry-After.
@@ -93,7 +96,7 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now), stop: make(chan struct{}),
+	s := &Service{cfg: cfg, reg: reg, tenancy: ten, idem: keeper, judging: judging.New(store, cfg.Now, cfg.JudgeMaxRequest), stop: make(chan struct{}),
 		metrics: newRequestMetrics(), requestIDs: NewRequestIDs()}
 	s.handle = s.Handle
 	s.judges = judging.NewDispatcher(s.judging, judging.DispatchConfig{Judge: cfg.Judge, Deadline: cfg.JudgeDeadline,

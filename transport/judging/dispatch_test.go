@@ -21,7 +21,7 @@ func toneJudging(t *testing.T) (*Judging, judge.Task) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	j := New(s, time.Now)
+	j := New(s, time.Now, 0)
 	tk, err := judge.Parse([]byte(`{"id": "a/t", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`), "")
 	if err != nil {
 		t.Fatal(err)

@@ -64,10 +64,17 @@ type Store interface {
 // start: it sends judge <name> to subject <name>.
 const DefaultJudgeVersion = "j1"
 
+// ErrJudgeRequestTooLarge is CreateReward's failure for an answer that,
+// with its task, makes a judge request over what the transport carries.
+var ErrJudgeRequestTooLarge = errors.New("judge request too large")
+
 // Judging is the task and judge-version records of every workspace.
 type Judging struct {
 	store Store
 	now   func() time.Time
+	// maxRequest bounds a judge request's size (0: unbounded): NATS's
+	// max_payload, less room for headers.
+	maxRequest int
 	// mu serialises the check-and-set of new records; reads need no lock.
 	// Creations are rare next to reads and each is one synced Put.
 	mu sync.Mutex
@@ -83,9 +90,10 @@ type Judging struct {
 	pinned *fixed.Cache[Pin]
 }
 
-// New returns the records kept in store.
-func New(store Store, now func() time.Time) *Judging {
-	return &Judging{store: store, now: now, pins: stripedLocks{seed: maphash.MakeSeed()},
+// New returns the records kept in store; maxRequest bounds the size of a
+// judge request (0: no bound).
+func New(store Store, now func() time.Time, maxRequest int) *Judging {
+	return &Judging{store: store, now: now, maxRequest: maxRequest, pins: stripedLocks{seed: maphash.MakeSeed()},
 		answers: stripedLocks{seed: maphash.MakeSeed()}, tasks: fixed.New[TaskVersion](),
 		judges: fixed.New[JudgeVersion](), pinned: fixed.New[Pin]()}
 }

@@ -28,7 +28,7 @@ func TestConcurrentPutsNumberVersionsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	j := New(s, time.Now)
+	j := New(s, time.Now, 0)
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex

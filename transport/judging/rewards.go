@@ -172,6 +172,9 @@ func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
 		EpisodeID: in.EpisodeID, EpisodeAgent: in.EpisodeAgent, ClientRef: in.ClientRef,
 		Answer: in.Answer, CreatedAt: now}
 	outcomes, judges := tv.Task.Prepare(in.Answer)
+	if err := j.checkRequests(tv.Task, judges, in.Answer); err != nil {
+		return Reward{}, false, err
+	}
 	r.Outcomes = outcomes
 	if len(judges) == 0 || len(tv.Task.AnswerFlags(in.Answer)) > 0 {
 		r.score(tv.Task, now)
@@ -185,6 +188,23 @@ func (j *Judging) CreateReward(ws string, in NewReward) (Reward, bool, error) {
 		return Reward{}, false, fmt.Errorf("put reward: %w", err)
 	}
 	return r, true, nil
+}
+
+// checkRequests refuses an answer whose request to one of the judges of
+// t's criteria would not fit the transport: sent, it would fail until the
+// deadline, and the reward with it, however often the answer came again.
+// (An answer flagged is scored without a judge.)
+func (j *Judging) checkRequests(t judge.Task, judges []int, answer string) error {
+	if j.maxRequest <= 0 || len(judges) == 0 || len(t.AnswerFlags(answer)) > 0 {
+		return nil
+	}
+	for _, i := range judges {
+		if n := len(judgeRequest(t, i, answer)); n > j.maxRequest {
+			return fmt.Errorf("%w: answer: with task %s, the request to judge criterion %s would be %d bytes, over the %d NATS carries",
+				ErrJudgeRequestTooLarge, t.ID, t.Criteria[i].ID, n, j.maxRequest)
+		}
+	}
+	return nil
 }
 
 // score makes r scored from its outcomes.
