@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/plaudit/plaudit/engine/field"
@@ -78,20 +79,36 @@ func (c Check) Eval(answer string) bool {
 	return false
 }
 
-// numberRE is a number as number_close reads it: optional sign, digits,
-// optional decimal part, optional exponent (ASCII digits only).
-var numberRE = regexp.MustCompile(`[+-]?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?`)
+// numberRE is the digits of a number as number_close reads it: digits with
+// an optional decimal part, or a decimal part alone (".5"), and an optional
+// exponent; ASCII digits only. Its sign is read apart (see FirstNumber).
+var numberRE = regexp.MustCompile(`(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?`)
 
-// FirstNumber returns the first number in s, the leftmost match of
-// [+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?: "x=42." reads 42, "-3.5e2"
-// reads -350, "1,000" reads 1, "pre-2020" reads -2020. A number too large
-// for a float64 reads as ±Inf. ok is false when s has no digit.
+// FirstNumber returns the first number in s: the leftmost run of digits,
+// with its decimal part and exponent ("x=42." reads 42, "-3.5e2" -350,
+// ".5" 0.5, "1,000" 1), negative after a '-' or a '−' (U+2212) that does
+// not follow a letter or a digit: "pre-2020" reads 2020, "GPT-4" 4,
+// "x = -3" -3. A number too large for a float64 reads as ±Inf. ok is false
+// when s has no digit.
 func FirstNumber(s string) (x float64, ok bool) {
-	m := numberRE.FindString(s)
-	if m == "" {
+	loc := numberRE.FindStringIndex(s)
+	if loc == nil {
 		return 0, false
 	}
+	m := s[loc[0]:loc[1]]
+	if m[0] == '.' {
+		m = "0" + m
+	}
 	x, _ = strconv.ParseFloat(m, 64) // the match always parses; out of range gives ±Inf or ±0
+	before := s[:loc[0]]
+	sign, size := utf8.DecodeLastRuneInString(before)
+	if sign != '-' && sign != '−' {
+		return x, true
+	}
+	// A hyphen inside a word joins it to the number; it is no sign.
+	if prev, _ := utf8.DecodeLastRuneInString(before[:len(before)-size]); !unicode.IsLetter(prev) && !unicode.IsDigit(prev) {
+		x = -x
+	}
 	return x, true
 }
 

@@ -61,7 +61,14 @@ func TestEval(t *testing.T) {
 		{`{"type": "number_close", "value": 7}`, "+7 apples", true},
 		{`{"type": "number_close", "value": 1}`, "1,000", true},      // the first number stops at the comma
 		{`{"type": "number_close", "value": 2}`, "Step 1: 2", false}, // the first number is 1
-		{`{"type": "number_close", "value": 0.5}`, ".5", false},      // digits come first: this reads 5
+		{`{"type": "number_close", "value": 0.5}`, ".5", true},
+		{`{"type": "number_close", "value": -0.5}`, "x=-.5", true},
+		{`{"type": "number_close", "value": 2020}`, "pre-2020", true}, // a hyphen in a word is no sign
+		{`{"type": "number_close", "value": 19}`, "COVID-19 in 2019", true},
+		{`{"type": "number_close", "value": 4}`, "GPT-4 scored 86", true}, // still the first number
+		{`{"type": "number_close", "value": -5}`, "it is −5 °C", true},    // U+2212 MINUS SIGN
+		{`{"type": "number_close", "value": -5}`, "(-5)", true},
+		{`{"type": "number_close", "value": 1.5}`, "1..5", false}, // 1, then .5
 		{`{"type": "number_close", "value": 5}`, "1e", false},
 		{`{"type": "number_close", "value": 3}`, "3e+", true},
 		{`{"type": "number_close", "value": 300}`, "3E+2", true},
@@ -97,7 +104,9 @@ func TestFirstNumber(t *testing.T) {
 		{"-3.5e2", -350, true},
 		{"x=42.", 42, true},
 		{"v2.0.1", 2.0, true},
-		{"a-3", -3, true},
+		{"a-3", 3, true}, // a hyphen after a letter joins a word: no sign
+		{"a -3", -3, true},
+		{"=−3", -3, true},
 		{"5-3", 5, true},
 		{"--7", -7, true},
 		{"1e999", math.Inf(1), true},
