@@ -170,3 +170,30 @@ func TestCalibration(t *testing.T) {
 	h.restart()
 	check(h.client(adminKey))
 }
+
+// TestCalibrationCountsJobsLinkedByTheSameAnswer: the same answer sent
+// with another job's episode_id links that job to the first reward (its
+// evidence lists the reward, its episode gets the judge.* signals), so its
+// review pairs with the reward's verdict too.
+func TestCalibrationCountsJobsLinkedByTheSameAnswer(t *testing.T) {
+	h := newHarness(t, config{})
+	c := h.client(adminKey)
+	tv := str(t, c.must(201, "POST", "/v1/tasks", builtinTask), "version")
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "bot"}`), "id")
+	first := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`), "id")
+	linked := str(t, c.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`), "id")
+	rw := c.must(201, "POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "We will refund you.", `"episode_id": "`+first+`"`))
+	again := c.must(200, "POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "We will refund you.", `"episode_id": "`+linked+`"`))
+	if str(t, again, "id") != str(t, rw, "id") {
+		t.Fatalf("the same answer again: %v, want the first reward", again)
+	}
+	c.must(201, "POST", "/v1/jobs/"+first+"/rewards", `{"kind": "review", "value": 1}`)
+	c.must(201, "POST", "/v1/jobs/"+linked+"/rewards", `{"kind": "review", "value": 0}`)
+	// 0.75 against 1 (TP, 0.25) and against 0 (FP, 0.75): agreement 0.5;
+	// judge pass 2, review pass 1 fail 1: κ = (2·1 − 2)/(4 − 2) = 0.
+	items := list(t, c.must(200, "GET", "/v1/tasks/acme/refund/calibration", ""), "items")
+	if len(items) != 1 {
+		t.Fatalf("items %v, want one group", items)
+	}
+	calibrationItem(t, items[0], tv, "j1", 2, 0.5, 0.0, 0.5, 1, 0, 1, 0)
+}
