@@ -218,6 +218,7 @@ func (c *call) getJudgedReward() (result, error) {
 // (RFC 7240 allows wait="5").
 func (c *call) preferWait() (time.Duration, error) {
 	for pref := range strings.SplitSeq(c.req.Prefer, ",") {
+		pref, _, _ = strings.Cut(pref, ";") // a preference's parameters (RFC 7240) say nothing here
 		name, val, hasVal := strings.Cut(strings.TrimSpace(pref), "=")
 		if !strings.EqualFold(strings.TrimSpace(name), "wait") {
 			continue

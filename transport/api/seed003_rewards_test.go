@@ -198,10 +198,15 @@ func TestSeed003RewardValidation(t *testing.T) {
 		apiError(t, c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": p}), 400, "invalid_request", "Prefer")
 		apiError(t, c.request("GET", "/v1/rewards/rw_x", "", map[string]string{"Prefer": p}), 400, "invalid_request", "Prefer")
 	}
-	// A valid Prefer on a final reward answers at once; N may be quoted.
-	for i, p := range []string{"respond-async, wait=120", `wait="5"`} {
-		if r := c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": p}); r.status != 201-i {
-			t.Errorf("Prefer: %s: %d %s, want %d", p, r.status, r.body, 201-i)
+	// A valid Prefer on a final reward answers at once; N may be quoted,
+	// and a preference may carry parameters (RFC 7240).
+	for i, p := range []string{"respond-async, wait=120", `wait="5"`, "wait=1; foo", `handling=lenient; x="a,b"; y, wait=2`} {
+		want := 200
+		if i == 0 {
+			want = 201
+		}
+		if r := c.request("POST", "/v1/rewards", reward(`{"id": "acme/refund"}`, "y", ""), map[string]string{"Prefer": p}); r.status != want {
+			t.Errorf("Prefer: %s: %d %s, want %d", p, r.status, r.body, want)
 		}
 	}
 }
