@@ -2,6 +2,8 @@ package backup
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -226,5 +228,120 @@ func TestReceiveRefusesABrokenStream(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
 	if _, err := Receive(bytes.NewReader(whole), dir); err != nil {
 		t.Fatalf("the whole stream: %v", err)
+	}
+}
+
+// TestARestoreThatFailsLeavesNothing: a backup whose files match their
+// manifest but do not make a store (a flipped byte, the checksums written
+// again) fails at the inspection, and the destination is left empty: no
+// file, no lock, no marker, so the restore can be tried again there.
+func TestARestoreThatFailsLeavesNothing(t *testing.T) {
+	backupDir := filepath.Join(t.TempDir(), "b")
+	if _, err := Offline(dataDir(t), backupDir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ReadManifest(backupDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := false
+	for i, f := range m.Files {
+		if !strings.HasSuffix(f.Name, ".sst") {
+			continue
+		}
+		p := filepath.Join(backupDir, f.Name)
+		b, _ := os.ReadFile(p)
+		b[len(b)/2] ^= 0xff
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		m.Files[i].SHA256 = hex.EncodeToString(sum[:])
+		damaged = true
+	}
+	if !damaged {
+		t.Fatal("no table to damage")
+	}
+	if err := os.WriteFile(filepath.Join(backupDir, ManifestName), m.encode(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "r")
+	if _, _, err := Restore(backupDir, dest); err == nil {
+		t.Fatal("a backup whose table is damaged restored")
+	}
+	if entries, _ := os.ReadDir(dest); len(entries) != 0 {
+		t.Fatalf("a failed restore left %v", entries)
+	}
+}
+
+// TestAnUnfinishedRestoreIsRefused: a restore cut short (killed between its
+// files) leaves its marker, and the server's store refuses the directory
+// rather than starting it as a new, empty one; a finished restore leaves
+// neither the marker nor Pebble's lock.
+func TestAnUnfinishedRestoreIsRefused(t *testing.T) {
+	backupDir := filepath.Join(t.TempDir(), "b")
+	if _, err := Offline(dataDir(t), backupDir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	done := filepath.Join(t.TempDir(), "done")
+	if _, _, err := Restore(backupDir, done); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{pebblelog.RestoreMarker, "LOCK"} {
+		if _, err := os.Stat(filepath.Join(done, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a finished restore left %s: %v", name, err)
+		}
+	}
+	// As a restore killed after its marker and some of its files.
+	half := filepath.Join(t.TempDir(), "half")
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ReadManifest(backupDir)
+	for _, name := range []string{pebblelog.RestoreMarker, m.Files[0].Name} {
+		b, _ := os.ReadFile(filepath.Join(backupDir, name))
+		if err := os.WriteFile(filepath.Join(half, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadDir(half)
+	if s, err := pebblelog.Open(half, pebblelog.Options{BallastSize: -1}); !errors.Is(err, pebblelog.ErrUnfinishedRestore) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Open of a half-restored directory: %v, want ErrUnfinishedRestore", err)
+	}
+	if after, _ := os.ReadDir(half); len(after) != len(before) {
+		t.Fatalf("the refused directory changed: %v → %v", before, after)
+	}
+}
+
+// TestABackupThatFailsItsCheckLeavesNothing: a backup of a directory whose
+// table is damaged fails its own check, and its directory is emptied, so
+// it cannot pass for a finished backup.
+func TestABackupThatFailsItsCheckLeavesNothing(t *testing.T) {
+	data := dataDir(t)
+	entries, _ := os.ReadDir(data)
+	damaged := false
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			p := filepath.Join(data, e.Name())
+			b, _ := os.ReadFile(p)
+			b[len(b)/2] ^= 0xff
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			damaged = true
+		}
+	}
+	if !damaged {
+		t.Fatal("no table to damage")
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := Offline(data, dir, "test"); !errors.Is(err, persist.ErrCorrupt) {
+		t.Fatalf("a damaged directory backed up: %v, want its check's ErrCorrupt", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a backup that failed its check left %d files", len(left))
 	}
 }

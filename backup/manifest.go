@@ -174,6 +174,16 @@ func emptyDir(dir string) error {
 	return nil
 }
 
+// clearDir removes everything in dir, a directory this package filled
+// from empty: what a failed restore or backup wrote, Pebble's LOCK and the
+// restore's marker included.
+func clearDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+}
+
 // syncDir makes the directory's entries durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -1,9 +1,11 @@
 package backup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/plaudit/plaudit/engine"
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -14,7 +16,10 @@ import (
 // before writing anything, copies them (synced, each hashed again as it is
 // copied), and then inspects the result (see Inspect). A data directory
 // restored this way starts and answers every read as the original did at
-// the backup's point. On error what was written is removed.
+// the backup's point. On error what was written is removed. Until the
+// restore is complete, data holds pebblelog.RestoreMarker, written first
+// and removed last, so a restore cut short (a kill, a crash) leaves a
+// directory the server refuses rather than one it would start afresh.
 func Restore(from, data string) (m Manifest, report *pebblelog.Report, err error) {
 	if m, err = Verify(from); err != nil {
 		return Manifest{}, nil, err
@@ -22,21 +27,24 @@ func Restore(from, data string) (m Manifest, report *pebblelog.Report, err error
 	if err := emptyDir(data); err != nil {
 		return Manifest{}, nil, err
 	}
-	var written []string
 	defer func() {
 		if err != nil {
-			for _, p := range written {
-				_ = os.Remove(p)
-			}
+			clearDir(data)
 		}
 	}()
+	marker := filepath.Join(data, pebblelog.RestoreMarker)
+	if _, _, err := writeFile(marker, strings.NewReader("a restore into this directory has not finished\n")); err != nil {
+		return Manifest{}, nil, err
+	}
+	if err := syncDir(data); err != nil {
+		return Manifest{}, nil, err
+	}
 	for _, f := range m.Files {
 		in, err := os.Open(filepath.Join(from, f.Name))
 		if err != nil {
 			return Manifest{}, nil, err
 		}
 		path := filepath.Join(data, f.Name)
-		written = append(written, path)
 		size, sum, err := writeFile(path, in)
 		in.Close()
 		if err != nil {
@@ -51,12 +59,20 @@ func Restore(from, data string) (m Manifest, report *pebblelog.Report, err error
 		return Manifest{}, nil, err
 	}
 	if report, err = Inspect(data); err != nil {
-		return Manifest{}, nil, err
+		return Manifest{}, nil, fmt.Errorf("restored %s: %w", data, err)
 	}
-	// Inspect's open leaves Pebble's lock file, which is recreated at start.
-	written = append(written, filepath.Join(data, "LOCK"))
 	if err := report.Err(); err != nil {
 		return Manifest{}, report, fmt.Errorf("restored %s: %w", data, err)
+	}
+	// Inspect's open leaves Pebble's lock file, which is recreated at start.
+	if err := os.Remove(filepath.Join(data, "LOCK")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Manifest{}, nil, err
+	}
+	if err := os.Remove(marker); err != nil {
+		return Manifest{}, nil, err
+	}
+	if err := syncDir(data); err != nil {
+		return Manifest{}, nil, err
 	}
 	return m, report, nil
 }

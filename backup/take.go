@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -38,7 +39,7 @@ func Fetch(ctx context.Context, client *http.Client, baseURL, key, dir string) (
 	if _, err := Receive(resp.Body, dir); err != nil {
 		return Manifest{}, err
 	}
-	return Check(dir)
+	return checkOrClear(dir)
 }
 
 // Offline backs up the data directory data of a stopped server into dir
@@ -49,8 +50,11 @@ func Offline(data, dir, version string) (Manifest, error) {
 		return Manifest{}, err // Open would create an empty store
 	}
 	s, err := pebblelog.Open(data, pebblelog.Options{BallastSize: -1})
-	if err != nil {
+	if errors.Is(err, syscall.EAGAIN) { // the directory's lock, held
 		return Manifest{}, fmt.Errorf("%w (is a server running on it? back it up with --server)", err)
+	}
+	if err != nil {
+		return Manifest{}, err
 	}
 	stream, err := Take(s, version, time.Now())
 	if err != nil {
@@ -74,7 +78,18 @@ func Offline(data, dir, version string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	return Check(dir)
+	return checkOrClear(dir)
+}
+
+// checkOrClear is Check of a backup just received into dir, which is
+// emptied when it fails: a backup that does not check out must not look
+// like one that does.
+func checkOrClear(dir string) (Manifest, error) {
+	m, err := Check(dir)
+	if err != nil {
+		clearDir(dir)
+	}
+	return m, err
 }
 
 // Check verifies the backup in dir: every file against the manifest, read

@@ -226,6 +226,9 @@ func TestBackupEndpointRefusesNonAdmins(t *testing.T) {
 			if res.status != tt.want {
 				t.Fatalf("status %d, want %d: %s", res.status, tt.want, res.body)
 			}
+			if tt.want == 405 && res.header.Get("Allow") != "POST" {
+				t.Errorf("Allow %q, want POST", res.header.Get("Allow"))
+			}
 			if _, err := os.Stat(filepath.Join(s.cfg.DataDir, pebblelog.CheckpointsDir)); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("a checkpoint was made: %v", err)
 			}

@@ -53,6 +53,14 @@ type Store struct {
 
 var _ persist.Store = (*Store)(nil)
 
+// RestoreMarker is the file a restore keeps in a data directory until it
+// has finished (see backup.Restore); Open refuses a directory holding it.
+const RestoreMarker = "plaudit.restoring"
+
+// ErrUnfinishedRestore is Open's error for a directory holding
+// RestoreMarker.
+var ErrUnfinishedRestore = errors.New("the directory holds a restore that did not finish")
+
 // Open opens (creating if needed) a Store in dir on opts.FS.
 func Open(dir string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
@@ -63,6 +71,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		c.close()
 		return nil, fmt.Errorf("pebblelog: %w", err)
+	}
+	// Before anything is written: a directory a restore did not finish
+	// would otherwise start as a new, empty store.
+	if _, err := opts.FS.Stat(opts.FS.PathJoin(dir, RestoreMarker)); err == nil {
+		c.close()
+		return nil, fmt.Errorf("pebblelog: %s: %w: empty it and restore again", dir, ErrUnfinishedRestore)
 	}
 	if err := removeCheckpoints(opts.FS, dir); err != nil {
 		c.close()

@@ -2,6 +2,7 @@ package httpdoor
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,6 +26,9 @@ const backupPath = "/v1/admin/backup"
 func (d *Door) serveBackup(ctx *fasthttp.RequestCtx, req *api.Request) {
 	stream, err := d.startBackup(ctx, req)
 	if err != nil {
+		if errors.Is(err, api.ErrMethodNotAllowed) {
+			ctx.Response.Header.Set("Allow", fasthttp.MethodPost)
+		}
 		write(ctx, d.svc.Error(req, err))
 		return
 	}
