@@ -345,3 +345,18 @@ func TestABackupThatFailsItsCheckLeavesNothing(t *testing.T) {
 		t.Fatalf("a backup that failed its check left %d files", len(left))
 	}
 }
+
+// TestAnOfflineBackupOfAHeldDirectorySaysUseServer: a directory a server
+// holds (Pebble's lock) is refused with the hint to back it up online.
+func TestAnOfflineBackupOfAHeldDirectorySaysUseServer(t *testing.T) {
+	data := dataDir(t)
+	s, err := pebblelog.Open(data, pebblelog.Options{BallastSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = Offline(data, filepath.Join(t.TempDir(), "b"), "test")
+	if err == nil || !strings.Contains(err.Error(), "back it up with --server") {
+		t.Fatalf("Offline of a held directory: %v, want the hint to use --server", err)
+	}
+}

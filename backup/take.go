@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/plaudit/plaudit/persist/pebblelog"
@@ -50,7 +49,7 @@ func Offline(data, dir, version string) (Manifest, error) {
 		return Manifest{}, err // Open would create an empty store
 	}
 	s, err := pebblelog.Open(data, pebblelog.Options{BallastSize: -1})
-	if errors.Is(err, syscall.EAGAIN) { // the directory's lock, held
+	if errors.Is(err, pebblelog.ErrLocked) {
 		return Manifest{}, fmt.Errorf("%w (is a server running on it? back it up with --server)", err)
 	}
 	if err != nil {

@@ -1,8 +1,11 @@
 package pebblelog
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -87,9 +90,24 @@ func openDB(dir string, o Options) (*pebble.DB, error) {
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
+		if lockHeld(err) {
+			err = fmt.Errorf("%w (%w)", ErrLocked, err)
+		}
 		return nil, fmt.Errorf("pebblelog: open %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// ErrLocked is Open's error for a directory another store holds open: a
+// server running on it, in this process or another.
+var ErrLocked = errors.New("the directory is locked by a store holding it open")
+
+// lockHeld reports whether err is Pebble's failure to take the
+// directory's lock: fcntl's EAGAIN, the lock held by another process, or
+// Pebble's own refusal of a lock this process holds. (EACCES, which some
+// systems answer too, is left out: on Linux it is a permission error.)
+func lockHeld(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || strings.Contains(err.Error(), "lock held by current process")
 }
 
 // OpenRaw opens a bare Pebble DB at dir with the Store's default options.
