@@ -2,12 +2,15 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/plaudit/plaudit/backup"
 	"github.com/plaudit/plaudit/internal/openapitest"
 	"github.com/plaudit/plaudit/transport/httpdoor"
 )
@@ -87,6 +90,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		t.Fatalf("GET /openapi.json: %d, %d bytes; want 200 and the document", r.status, len(r.body))
 	}
 	cf.answered["GET /openapi.json"] = map[int]bool{200: true}
+	// The backup: its errors are JSON, its 200 a tar stream.
+	cf.step("", "POST", backup.Path, "", nil, 401, false)
+	if _, err := backup.Fetch(context.Background(), http.DefaultClient, "http://"+s.HTTPAddr(), adminKey, t.TempDir()); err != nil {
+		t.Fatalf("POST %s: %v", backup.Path, err)
+	}
+	cf.answered["POST "+backup.Path] = map[int]bool{200: true}
 
 	// Workspaces and keys.
 	ws2 := id(cf.ok("POST", "/v1/workspaces", `{"name": "second"}`, 201), "id")
