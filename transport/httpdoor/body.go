@@ -118,15 +118,46 @@ func (d *Door) admitted(ctx *fasthttp.RequestCtx) uint64 {
 
 // readBody reads the body of an authenticated request.
 func (d *Door) readBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
+	if n := ctx.Request.Header.ContentLength(); n > 0 && n <= d.cfg.MaxBody && !isJSON(ctx.Request.Header.ContentType()) {
+		return nil, api.ErrUnsupportedMedia
+	}
+	body, err := d.readBounded(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 && !isJSON(ctx.Request.Header.ContentType()) {
+		return nil, api.ErrUnsupportedMedia
+	}
+	return body, nil
+}
+
+// bufferBody reads the body of a request for a handler behind
+// fasthttpadaptor (the console, /metrics), which would read it whole,
+// unbounded, before looking at it: within --max-body and the body budget
+// and in --body-timeout, as an API body is, and kept in the request for
+// the handler. A request it refuses is answered here (false).
+func (d *Door) bufferBody(ctx *fasthttp.RequestCtx, req *api.Request) bool {
+	body, err := d.readBounded(ctx)
+	if err != nil {
+		ctx.SetConnectionClose() // what is left of the body is not read
+		write(ctx, d.svc.Error(req, err))
+		return false
+	}
+	if body != nil {
+		ctx.Request.SetBodyRaw(body) // closes the stream the body came from
+	}
+	return true
+}
+
+// readBounded reads a request's body within --max-body, taking what a
+// large one may grow to from the budget while it is read.
+func (d *Door) readBounded(ctx *fasthttp.RequestCtx) ([]byte, error) {
 	n := ctx.Request.Header.ContentLength() // -1: chunked
 	if n == 0 || n == -2 {
 		return nil, nil
 	}
 	if n > d.cfg.MaxBody {
 		return nil, d.tooLarge()
-	}
-	if n > 0 && !isJSON(ctx.Request.Header.ContentType()) {
-		return nil, api.ErrUnsupportedMedia
 	}
 	stream := ctx.RequestBodyStream()
 	if stream == nil { // fasthttp read the body itself; its buffer is reused
@@ -161,9 +192,6 @@ func (d *Door) readBody(ctx *fasthttp.RequestCtx) ([]byte, error) {
 	}
 	if len(body) > d.cfg.MaxBody {
 		return nil, d.tooLarge()
-	}
-	if len(body) > 0 && !isJSON(ctx.Request.Header.ContentType()) {
-		return nil, api.ErrUnsupportedMedia
 	}
 	return body, nil
 }

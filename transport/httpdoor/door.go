@@ -160,7 +160,9 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		write(ctx, d.svc.Health())
 		return
 	case path == "/metrics" && d.metrics != nil && ctx.IsGet():
-		d.metrics(ctx)
+		if d.bufferBody(ctx, req) {
+			d.metrics(ctx)
+		}
 		return
 	case path == backupPath && d.cfg.Backup != nil:
 		d.serveBackup(ctx, req)
@@ -169,7 +171,9 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		d.serveOpenAPI(ctx, req)
 		return
 	case d.ui != nil && strings.HasPrefix(path, uiPrefix):
-		d.ui(ctx)
+		if d.bufferBody(ctx, req) {
+			d.ui(ctx)
+		}
 		return
 	case d.ui != nil && (path == "/" || path == "/ui") && (ctx.IsGet() || ctx.IsHead()):
 		// Relative: fasthttp's Redirect writes an absolute URL built from
