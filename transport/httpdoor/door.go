@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -142,7 +143,18 @@ const headBuffer = 4096
 
 type quietLogger struct{ l *slog.Logger }
 
-func (q quietLogger) Printf(format string, args ...any) { q.l.Debug(fmt.Sprintf(format, args...)) }
+func (q quietLogger) Printf(format string, args ...any) {
+	q.l.Debug(redactHead(fmt.Sprintf(format, args...)))
+}
+
+// credentialHeader matches the value of a header that carries a secret, as
+// fasthttp quotes a request head in its errors (a "\r\n" may be written
+// out as the two characters of each escape).
+var credentialHeader = regexp.MustCompile(`(?i)((?:authorization|proxy-authorization|cookie|idempotency-key):[ \t]*)(?:[^\r\n\\]|\\[^rn])*`)
+
+// redactHead blanks the credentials in a quoted request head: the API key
+// in Authorization, the console's session cookie.
+func redactHead(s string) string { return credentialHeader.ReplaceAllString(s, "${1}[REDACTED]") }
 
 // Handle serves one request.
 func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
@@ -308,8 +320,8 @@ func (d *Door) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		write(ctx, d.svc.Error(req, field.Errorf("", "request line and headers over %d bytes", headBuffer)))
 		return
 	}
-	// fasthttp's error quotes the request head, Authorization included:
-	// it goes to the debug log, never into the answer.
-	d.cfg.Logger.Debug("malformed request", "request_id", req.RequestID, "err", err)
+	// fasthttp's error quotes the request head: it goes to the debug log,
+	// its credentials blanked, never into the answer.
+	d.cfg.Logger.Debug("malformed request", "request_id", req.RequestID, "err", redactHead(err.Error()))
 	write(ctx, d.svc.Error(req, field.Errorf("", "malformed request")))
 }

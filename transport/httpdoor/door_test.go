@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"github.com/plaudit/plaudit/actors"
 	"github.com/plaudit/plaudit/engine/field"
 	"github.com/plaudit/plaudit/internal/jsontest"
+	"github.com/plaudit/plaudit/internal/logtest"
 	"github.com/plaudit/plaudit/internal/openapitest"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/transport/api"
@@ -976,5 +978,38 @@ func TestConsoleAndMetricsBodiesAreBounded(t *testing.T) {
 	r := e.raw(t, fmt.Sprintf("POST /ui/signin HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
 	if r.status != 200 || got.Load() != body {
 		t.Fatalf("a console body within the limit: %d, the handler read %d bytes; want 200 and the body", r.status, len(got.Load().(string)))
+	}
+}
+
+func TestRedactHeadBlanksCredentials(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer pl_secret\r\nContent-Length: 1\r\n\r\n",
+			"POST / HTTP/1.1\r\nHost: x\r\nAuthorization: [REDACTED]\r\nContent-Length: 1\r\n\r\n"},
+		{`cannot parse "POST / HTTP/1.1\r\nauthorization:bearer pl_secret\r\nCookie: s=abc\r\n"`,
+			`cannot parse "POST / HTTP/1.1\r\nauthorization:[REDACTED]\r\nCookie: [REDACTED]\r\n"`},
+		{"no head here", "no head here"},
+	} {
+		if got := redactHead(c.in); got != c.want {
+			t.Errorf("redactHead(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestAMalformedRequestLogsNoKey: a head fasthttp cannot parse is logged at
+// debug, as fasthttp quotes it, with its credentials blanked.
+func TestAMalformedRequestLogsNoKey(t *testing.T) {
+	rec := &logtest.Recorder{Min: slog.LevelDebug}
+	e := newTCPDoorEnv(t, Config{Logger: slog.New(rec)})
+	r := e.raw(t, "POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+adminKey+
+		"\r\nContent-Length: 13\r\nContent-Length: 13\r\n\r\n{\"name\":\"cl\"}")
+	if r.status != 400 {
+		t.Fatalf("a head with two Content-Lengths: %d, want 400", r.status)
+	}
+	time.Sleep(50 * time.Millisecond) // fasthttp logs after it answers
+	if rec.Count("malformed request") == 0 {
+		t.Fatalf("nothing logged: %s", rec)
+	}
+	if strings.Contains(rec.String(), adminKey) {
+		t.Fatalf("the key is in the log:\n%s", rec)
 	}
 }
