@@ -324,7 +324,17 @@ func TestNATSOversize(t *testing.T) {
 		// written back as \u003c.
 		config := `{"c": "` + strings.Repeat("<", limit-1024) + `"}`
 		v := api.must(201, "POST", "/api/v1/agents/"+agent+"/variations", `{"name": "big", "config": `+config+`}`)["id"].(string)
-		expect(t, reply(t, subj("variation"), `{"variation_id": "`+v+`"}`), 500, "internal", "max_payload")
+		base := "http://" + s.HTTPAddr()
+		before := scrape(t, base)
+		expect(t, reply(t, subj("variation"), `{"variation_id": "`+v+`"}`), 500, "internal", "the door carries")
+		// Counted as the answer sent: a 500, not the 200 it replaced.
+		after := scrape(t, base)
+		for code, want := range map[string]float64{"5xx": 1, "2xx": 0} {
+			labels := []string{"door=nats", "op=get_variation", "code=" + code}
+			if d := max(after.value("plaudit_requests_total", labels...), 0) - max(before.value("plaudit_requests_total", labels...), 0); d != want {
+				t.Errorf("get_variation over NATS, %s: %v more, want %v", code, d, want)
+			}
+		}
 	})
 	t.Run("malformed number", func(t *testing.T) {
 		run := api.must(201, "POST", "/api/v1/agents/"+agent+"/runs", `{}`)["id"].(string)

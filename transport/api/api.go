@@ -133,6 +133,10 @@ type Request struct {
 	Arrived   time.Time
 	RequestID string
 	Errors    ErrorShape
+	// MaxReply bounds the answer's body (0: unbounded): a door whose
+	// transport carries no more (NATS's max_payload) sets it, and a larger
+	// answer is a 500, counted and logged as the one sent.
+	MaxReply int
 	// Forwarded marks a request another node of a cluster handed over
 	// (Router): it is served here or refused, never forwarded again.
 	Forwarded bool

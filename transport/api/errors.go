@@ -25,6 +25,9 @@ var (
 	ErrStarting         = errors.New("the server is starting")
 	// ErrBodyBudget: the bodies a door is reading already fill its budget.
 	ErrBodyBudget = errors.New("too many request bodies in flight")
+	// ErrReplyTooLarge: an answer larger than its door's transport carries
+	// (Request.MaxReply), answered 500 internal in its place.
+	ErrReplyTooLarge = errors.New("the answer is larger than the door can carry")
 )
 
 var errNotFound = engine.ErrNotFound

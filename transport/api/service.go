@@ -250,7 +250,12 @@ func (s *Service) Handle(req *Request) Response {
 	}
 	c := &call{s: s, req: req, p: req.Principal, ws: req.Principal.Home, by: req.Deadline}
 	res, err := s.serve(c)
-	return s.finish(req, c.respond(res, err))
+	resp := c.respond(res, err)
+	if req.MaxReply > 0 && len(resp.Body) > req.MaxReply {
+		resp = s.fail(req, fmt.Errorf("%w: a %d answer of %d bytes, the door carries %d", ErrReplyTooLarge,
+			resp.Status, len(resp.Body), req.MaxReply))
+	}
+	return s.finish(req, resp)
 }
 
 // call is one request on its way through the service.

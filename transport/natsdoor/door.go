@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,6 +58,11 @@ type Door struct {
 	sem     chan struct{}
 	serving sync.WaitGroup
 	workers *warm.Pool // serve requests on goroutines with grown stacks
+	// maxReply is the largest reply body the connection's server takes
+	// (max_payload less replyHeaderRoom): read at Start and again when a
+	// reply is refused, not per request, since nats.go reads it under the
+	// connection's lock, which every publish takes.
+	maxReply atomic.Int64
 }
 
 // operation is a NATS operation: the service operation it is, and the body
@@ -133,8 +139,12 @@ func Start(nc *nats.Conn, svc *api.Service, cfg Config) (*Door, error) {
 		return nil, fmt.Errorf("nats endpoints: %w", err)
 	}
 	d.micro = ms
+	d.readMaxReply()
 	return d, nil
 }
+
+// readMaxReply reads the connection's max_payload into maxReply.
+func (d *Door) readMaxReply() { d.maxReply.Store(max(d.nc.MaxPayload()-replyHeaderRoom, 1)) }
 
 // Stop unsubscribes the service and waits for the requests it is serving.
 func (d *Door) Stop() error {
@@ -256,6 +266,7 @@ func (d *Door) admit(in *inbound, subject string, hdr micro.Headers, body []byte
 		}
 	}
 	req.Query = in
+	req.MaxReply = int(d.maxReply.Load())
 	// Present but empty, the key is the service's 400, as over HTTP.
 	if keys, ok := hdr["Idempotency-Key"]; ok {
 		req.IdempotencyKey = []byte{}
@@ -321,6 +332,7 @@ func (d *Door) principal(subject string, hdr micro.Headers) (tenancy.Principal, 
 func (d *Door) reply(m micro.Request, resp api.Response) {
 	err := d.publish(m, resp)
 	if errors.Is(err, nats.ErrMaxPayload) { // svc.Error logs the 500
+		d.readMaxReply() // a server of a smaller max_payload, reconnected to
 		req := &api.Request{RequestID: resp.RequestID, Errors: api.ErrorJSON}
 		err = d.publish(m, d.svc.Error(req, fmt.Errorf("%w: a %d reply of %d bytes, the connection's max_payload is %d",
 			ErrReplyTooLarge, resp.Status, len(resp.Body), d.nc.MaxPayload())))
@@ -330,8 +342,16 @@ func (d *Door) reply(m micro.Request, resp api.Response) {
 	}
 }
 
-// ErrReplyTooLarge is the 500 answered in place of a reply NATS cannot carry.
+// ErrReplyTooLarge is the 500 answered in place of a reply NATS cannot carry
+// that the service let through (its headers over replyHeaderRoom).
 var ErrReplyTooLarge = errors.New("the reply is larger than NATS can carry")
+
+// replyHeaderRoom is what a reply leaves of max_payload for its headers:
+// the request id, Retry-After, and an error's code and message (at most
+// 1 KiB). The service answers a body that would not fit 500 itself
+// (api.Request.MaxReply), so the metrics and the access log count the
+// answer sent.
+const replyHeaderRoom = 2 << 10
 
 func (d *Door) publish(m micro.Request, resp api.Response) error {
 	msg := nats.NewMsg(m.Reply())
