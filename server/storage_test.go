@@ -297,3 +297,27 @@ func TestEmbeddedNATSLogsIntoSlog(t *testing.T) {
 		t.Fatalf("%d nats-server lines, none of them its start:\n%s", n, log)
 	}
 }
+
+// TestAServerStartsOnAFullDisk: a restart on a disk that has no room left
+// starts (its start writes nothing it needs), serves reads, says degraded,
+// and refuses writes with 503 storage_full, as the running server did.
+func TestAServerStartsOnAFullDisk(t *testing.T) {
+	fs := faultfs.NewQuota(vfs.NewMem(), 64<<20)
+	cfg := Config{DataDir: "data", FS: fs, MinFreeBytes: 2 << 20, BallastBytes: 1 << 20, BootstrapKey: adminKey}
+	s := startServer(t, cfg)
+	c := newClient(t, s, adminKey)
+	agent := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "disk"}`), "id")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.SetCapacity(fs.Used() + 256<<10) // another process took the rest
+	s = startServer(t, cfg)
+	c = newClient(t, s, adminKey)
+	c.must(200, "GET", "/api/v1/agents/"+agent, "")
+	if r := c.request("GET", "/healthz", "", nil); r.status != 200 || str(t, r.json(t), "status") != "degraded" {
+		t.Fatalf("healthz on a full disk = %d %s", r.status, r.body)
+	}
+	if r := c.request("POST", "/api/v1/agents", `{"name": "more"}`, nil); r.status != 503 || str(t, r.json(t), "error", "code") != "storage_full" {
+		t.Fatalf("a write on a full disk: %d %s, want 503 storage_full", r.status, r.body)
+	}
+}

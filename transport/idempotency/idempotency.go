@@ -77,10 +77,16 @@ type Keeper struct {
 }
 
 // New returns a Keeper that keeps records for ttl. It drops records of the
-// layout before the expiry index (idem/<ws>/...), which it cannot sweep.
+// layout before the expiry index (idem/<ws>/...), which it cannot sweep;
+// on a full disk, which refuses even that write, they are left to the next
+// start (nothing reads them), so that the server starts and serves reads.
 func New(store Store, ttl time.Duration, now func() time.Time) (*Keeper, error) {
 	for _, r := range [][2]string{{"idem/a", "idem/r"}, {"idem/s", "idem/x"}} {
-		if err := store.DeleteRange([]byte(r[0]), []byte(r[1])); err != nil {
+		err := store.DeleteRange([]byte(r[0]), []byte(r[1]))
+		if errors.Is(err, persist.ErrStorageFull) {
+			break
+		}
+		if err != nil {
 			return nil, fmt.Errorf("idempotency: drop old records: %w", err)
 		}
 	}
