@@ -29,7 +29,8 @@ import (
 //     one fasthttp reads at most 1 byte of the body (0 would mean "the
 //     default"), and the handler answers 401 without reading more; fasthttp
 //     then discards the rest of a small body (under the deadline below) or
-//     closes the connection.
+//     closes the connection. A body declared over MaxBody is read no
+//     further either, key or not: the handler answers 413.
 //   - From its headers on, a body has BodyTimeout to arrive, on a deadline
 //     fasthttp sets on the connection.
 //   - A body larger than preRead takes its declared size (MaxBody when
@@ -89,7 +90,9 @@ func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig 
 		return fasthttp.RequestConfig{}
 	}
 	conf := fasthttp.RequestConfig{ReadTimeout: d.cfg.BodyTimeout}
-	if _, err := d.svc.Tenancy().AuthenticateHeader(h.Peek("Authorization")); err != nil {
+	if n := h.ContentLength(); n > d.cfg.MaxBody {
+		conf.MaxRequestBodySize = 1 // 413 without waiting for what is never read
+	} else if _, err := d.svc.Tenancy().AuthenticateHeader(h.Peek("Authorization")); err != nil {
 		conf.MaxRequestBodySize = 1
 	}
 	return conf

@@ -1013,3 +1013,16 @@ func TestAMalformedRequestLogsNoKey(t *testing.T) {
 		t.Fatalf("the key is in the log:\n%s", rec)
 	}
 }
+
+// TestABodyDeclaredOverTheLimitIs413AtOnce: with a valid key and a body
+// declared over --max-body, the answer is 413 after the first byte, not
+// after the body timeout (fasthttp read up to 8 KiB before the handler).
+func TestABodyDeclaredOverTheLimitIs413AtOnce(t *testing.T) {
+	e := newTCPDoorEnv(t, Config{MaxBody: 1000, BodyTimeout: 5 * time.Second})
+	start := time.Now()
+	r := e.raw(t, "POST /api/v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+adminKey+
+		"\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{\"")
+	if r.status != 413 || time.Since(start) > 3*time.Second {
+		t.Fatalf("%d after %v, want 413 at once", r.status, time.Since(start))
+	}
+}
