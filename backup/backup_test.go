@@ -62,6 +62,18 @@ func readAll(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// backedUp backs a dataDir up offline and returns the backup's directory
+// and manifest.
+func backedUp(t *testing.T) (string, Manifest) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "b")
+	m, err := Offline(dataDir(t), dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, m
+}
+
 // TestOfflineBackupRestores: a stopped directory backed up and restored
 // reads the same, and the backup holds only the manifest's files.
 func TestOfflineBackupRestores(t *testing.T) {
@@ -89,14 +101,7 @@ func TestOfflineBackupRestores(t *testing.T) {
 // TestRestoreRefuses: a backup that does not match its manifest, or a
 // destination that is not empty, is refused with nothing written.
 func TestRestoreRefuses(t *testing.T) {
-	backupDir := filepath.Join(t.TempDir(), "b")
-	if _, err := Offline(dataDir(t), backupDir, "test"); err != nil {
-		t.Fatal(err)
-	}
-	m, err := ReadManifest(backupDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	backupDir, m := backedUp(t)
 	table := ""
 	for _, f := range m.Files {
 		if strings.HasSuffix(f.Name, ".sst") {
@@ -236,14 +241,7 @@ func TestReceiveRefusesABrokenStream(t *testing.T) {
 // again) fails at the inspection, and the destination is left empty: no
 // file, no lock, no marker, so the restore can be tried again there.
 func TestARestoreThatFailsLeavesNothing(t *testing.T) {
-	backupDir := filepath.Join(t.TempDir(), "b")
-	if _, err := Offline(dataDir(t), backupDir, "test"); err != nil {
-		t.Fatal(err)
-	}
-	m, err := ReadManifest(backupDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	backupDir, m := backedUp(t)
 	damaged := false
 	for i, f := range m.Files {
 		if !strings.HasSuffix(f.Name, ".sst") {
@@ -279,10 +277,7 @@ func TestARestoreThatFailsLeavesNothing(t *testing.T) {
 // rather than starting it as a new, empty one; a finished restore leaves
 // neither the marker nor Pebble's lock.
 func TestAnUnfinishedRestoreIsRefused(t *testing.T) {
-	backupDir := filepath.Join(t.TempDir(), "b")
-	if _, err := Offline(dataDir(t), backupDir, "test"); err != nil {
-		t.Fatal(err)
-	}
+	backupDir, m := backedUp(t)
 	done := filepath.Join(t.TempDir(), "done")
 	if _, _, err := Restore(backupDir, done); err != nil {
 		t.Fatal(err)
@@ -297,7 +292,6 @@ func TestAnUnfinishedRestoreIsRefused(t *testing.T) {
 	if err := os.MkdirAll(half, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, _ := ReadManifest(backupDir)
 	for _, name := range []string{pebblelog.RestoreMarker, m.Files[0].Name} {
 		b, _ := os.ReadFile(filepath.Join(backupDir, name))
 		if err := os.WriteFile(filepath.Join(half, name), b, 0o644); err != nil {
