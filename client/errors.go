@@ -41,9 +41,10 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("plaudit: %d %s: %s (request %s)", e.Status, code, e.Message, e.RequestID)
 }
 
-// fieldPrefix matches the path a validation message starts with: dotted
-// names with [i] indexes and header names, then ": ".
-var fieldPrefix = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_.\[\]-]*): `)
+// fieldPrefix matches the path a validation message starts with, then
+// ": ": dotted names with [i] indexes, keys that are not plain names quoted
+// in brackets (metadata.labels["cadenya.com/team"]), and header names.
+var fieldPrefix = regexp.MustCompile(`^((?:[A-Za-z_][A-Za-z0-9_-]*|\["(?:[^"\\]|\\.)*"\])(?:\.[A-Za-z0-9_-]+|\[[0-9]+\]|\["(?:[^"\\]|\\.)*"\])*): `)
 
 // decodeError reads an error answer of either shape: {"error": {code,
 // message, request_id}} or google.rpc.Status {code, message, details}.

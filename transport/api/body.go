@@ -58,6 +58,12 @@ func (b *body) fail(key, format string, args ...any) {
 	b.record(field.Errorf(field.Join(b.path, key), format, args...))
 }
 
+// failMember is fail of member of the object under key (a label, a
+// detail's entry): its key joined as one, however it is spelled.
+func (b *body) failMember(key, member, format string, args ...any) {
+	b.record(field.Errorf(field.Join(field.Join(b.path, key), member), format, args...))
+}
+
 // record keeps err as the body's failure unless it has one already.
 func (b *body) record(err error) {
 	if t := b.top(); t.err == nil {
@@ -189,7 +195,7 @@ func (b *body) labels(key string) map[string]string {
 	o.Visit(func(k []byte, lv *fastjson.Value) {
 		s, err := lv.StringBytes()
 		if err != nil {
-			b.record(field.Errorf(field.Join(field.Join(b.path, key), string(k)), "must be a string"))
+			b.failMember(key, string(k), "must be a string")
 			return
 		}
 		m[string(k)] = string(s)

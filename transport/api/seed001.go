@@ -201,11 +201,11 @@ func detail(b *body) string {
 		switch dv.Type() {
 		case fastjson.TypeString:
 			if len([]rune(string(dv.GetStringBytes()))) > maxDetailString {
-				b.fail("detail."+string(k), "must be at most %d characters", maxDetailString)
+				b.failMember("detail", string(k), "must be at most %d characters", maxDetailString)
 			}
 		case fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse, fastjson.TypeNull:
 		default:
-			b.fail("detail."+string(k), "must be a string, number, boolean or null")
+			b.failMember("detail", string(k), "must be a string, number, boolean or null")
 		}
 	})
 	return string(jsonw.Value(nil, v))

@@ -142,9 +142,9 @@ func TestSeed001RejectsInvalidReports(t *testing.T) {
 		{"detail a string", ext(`"detail": "x"`), "detail"},
 		{"detail an array", ext(`"detail": ["x"]`), "detail"},
 		{"detail of 21 keys", ext(`"detail": ` + detailKeys(21)), "detail"},
-		{"detail string of 257 characters", ext(`"detail": {"note": "` + strings.Repeat("d", 257) + `"}`), "detail.note"},
-		{"detail value an object", ext(`"detail": {"nested": {"a": 1}}`), "detail.nested"},
-		{"detail value an array", ext(`"detail": {"list": [1]}`), "detail.list"},
+		{"detail string of 257 characters", ext(`"detail": {"note": "` + strings.Repeat("d", 257) + `"}`), "detail.note:"},
+		{"detail value an object", ext(`"detail": {"nested": {"a": 1}}`), "detail.nested:"},
+		{"detail value an array", ext(`"detail": {"list": [1]}`), "detail.list:"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -361,7 +361,7 @@ func TestSeed004StrictValidation(t *testing.T) {
 		{name: "comment not a string", body: `{"metadata": {}, "data": {"comment": 5}}`, field: "data.comment"},
 		{name: "externalId not a string", body: `{"metadata": {"externalId": 5}, "data": {}}`, field: "metadata.externalId"},
 		{name: "labels not an object", body: `{"metadata": {"labels": ["a"]}, "data": {}}`, field: "metadata.labels"},
-		{name: "label value not a string", body: `{"metadata": {"labels": {"n": 1}}, "data": {}}`, field: "metadata.labels.n"},
+		{name: "label value not a string", body: `{"metadata": {"labels": {"n": 1}}, "data": {}}`, field: "metadata.labels.n:"},
 		{name: "label key with a space", body: `{"metadata": {"labels": {"bad key": "x"}}, "data": {}}`, field: `metadata.labels["bad key"]`},
 		{name: "label key empty", body: `{"metadata": {"labels": {"": "x"}}, "data": {}}`, field: "metadata.labels"},
 		{name: "label key 64 characters", body: `{"metadata": {"labels": {"` + longValue + `": "x"}}, "data": {}}`, field: "metadata.labels." + longValue},
