@@ -140,13 +140,15 @@ func (p *Preview) Step(budget int) (done bool) {
 		if !run.Finished {
 			run.FinishedAt = time.Time{}
 		}
-		p.buf = p.gather(i, &r, run, p.current.Definition, p.buf[:0])
+		p.buf = p.gatherSignals(i, &r, p.buf[:0])
+		signals := len(p.buf)
+		p.buf = a.reportObservations(i, run, p.current.Definition, p.buf, p.codes.reports, p.seq)
 		spent += 1 + len(p.buf)
 		cur := p.arena.EvaluateObserved(p.current.Definition, p.current.Version, run, &p.kinds, p.buf, p.now)
 		if a.reports.replacedOf(i) {
 			// Which version of a report a reward reads depends on the
-			// definition's horizon.
-			p.buf = p.gather(i, &r, run, p.draft.Definition, p.buf[:0])
+			// definition's horizon. (The evaluator leaves buf as it was.)
+			p.buf = a.reportObservations(i, run, p.draft.Definition, p.buf[:signals], p.codes.reports, p.seq)
 		}
 		drf := p.arena.EvaluateObserved(p.draft.Definition, p.draft.Version, run, &p.kinds, p.buf, p.now)
 		p.curSum.Add(&cur)
@@ -156,10 +158,9 @@ func (p *Preview) Step(budget int) (done bool) {
 	return p.next >= p.runs
 }
 
-// gather appends run i's signals as of the start: those recorded by then,
-// to it or to the objects it had claimed by then, and its reports as they
-// stood then, as a reward of run (r as of the start) under def reads them.
-func (p *Preview) gather(i int, r *Run, run objective.Run, def objective.Definition, buf []objective.Observation) []objective.Observation {
+// gatherSignals appends run i's signals as of the start: those recorded
+// by then, to it or to the objects it had claimed by then.
+func (p *Preview) gatherSignals(i int, r *Run, buf []objective.Observation) []objective.Observation {
 	a := p.a
 	buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofRun(i)), p.codes.signals)
 	for _, cl := range r.Claims {
@@ -167,10 +168,6 @@ func (p *Preview) gather(i int, r *Run, run objective.Run, def objective.Definit
 			break // claims are in sequence order
 		}
 		buf = a.signals.appendObserved(buf, p.upTo(a.signals.ofObject(cl.Object)), p.codes.signals)
-	}
-	deadline, closes := def.Deadline(run)
-	for _, n := range a.reports.ofRun(i) {
-		buf = a.reports.appendObserved(buf, int(n), p.codes.reports, p.seq, deadline, closes)
 	}
 	return buf
 }

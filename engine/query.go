@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -128,7 +129,7 @@ func (a *Agent) rewardIn(arena *objective.Arena, i int, ov ObjectiveVersion, now
 	for _, cl := range claims {
 		buf = a.signals.appendObserved(buf, a.signals.ofObject(cl.Object), rd.codes.signals)
 	}
-	buf = a.reportObservations(i, run, ov.Definition, buf, rd.codes.reports)
+	buf = a.reportObservations(i, run, ov.Definition, buf, rd.codes.reports, math.MaxUint64)
 	rd.obs = buf
 	return arena.EvaluateObserved(ov.Definition, ov.Version, run, &rd.kinds, buf, now)
 }

@@ -158,15 +158,16 @@ func (a *Agent) RunFeedback(runID string) []Feedback {
 }
 
 // reportObservations appends, for the reward evaluator reading run number
-// run (as r) under def, a signal of kind = scorer per standing report with
-// a value, its kind numbered by codes (see codesFor); for one replaced
-// after the run's deadline, also the value it held by then, which the
-// reward uses in its place (see reportTable.appendObserved).
+// run (as r) under def, a signal of kind = scorer per report with a value
+// as it stood at event upTo (math.MaxUint64: now), its kind numbered by
+// codes (see codesFor); for one replaced after the run's deadline, also
+// the value it held by then, which the reward uses in its place (see
+// reportTable.appendObserved).
 func (a *Agent) reportObservations(run int, r objective.Run, def objective.Definition, buf []objective.Observation,
-	codes kindCodes) []objective.Observation {
+	codes kindCodes, upTo uint64) []objective.Observation {
 	deadline, closes := def.Deadline(r)
 	for _, n := range a.reports.ofRun(run) {
-		buf = a.reports.appendObserved(buf, int(n), codes, math.MaxUint64, deadline, closes)
+		buf = a.reports.appendObserved(buf, int(n), codes, upTo, deadline, closes)
 	}
 	return buf
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -143,7 +144,7 @@ func (a *Agent) versionSummary(key summaryKey, ov ObjectiveVersion, now time.Tim
 		sr := summaryRun{run: int32(i), signals: capped(a.signals.ofRun(i))}
 		claims, reports := a.runs.claims(i), a.reports.ofRun(i)
 		if len(claims) > 0 || len(reports) > 0 {
-			x := &summaryExtra{reports: a.reportObservations(i, a.runs.objectiveRun(i), ov.Definition, nil, codes.reports)}
+			x := &summaryExtra{reports: a.reportObservations(i, a.runs.objectiveRun(i), ov.Definition, nil, codes.reports, math.MaxUint64)}
 			for _, cl := range claims {
 				x.claimed = append(x.claimed, capped(a.signals.ofObject(cl.Object)))
 			}
