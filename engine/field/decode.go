@@ -123,10 +123,11 @@ var parsers fastjson.ParserPool
 
 // ParseJSON parses data as RFC 8259 JSON in UTF-8 and decodes it with
 // decode. A malformed or non-finite number, a string that is not UTF-8 or
-// a key given twice in one object, anywhere in the document, even in a member no decoder reads, is an
-// *Error at its path (path prefixes it, as decode's own paths); any other
-// malformed JSON is one with an empty path. So every number a decoder sees
-// is finite and was written as JSON writes numbers.
+// a key given twice in one object, anywhere in the document, even in a
+// member no decoder reads, is an *Error at its path (path prefixes it, as
+// decode's own paths); any other malformed JSON is one with an empty path.
+// So every number a decoder sees is finite and was written as JSON writes
+// numbers.
 //
 // fastjson's parser alone is too lenient (it reads "+1", "1e" and "-.5e"
 // as 0, and takes NaN and Inf), and its validator names no field and
@@ -144,9 +145,8 @@ func ParseJSON[T any](data []byte, path string, decode func(v *fastjson.Value) (
 	}
 	// The common case, checked without building a path per member: the
 	// text is strict JSON in UTF-8, every number finite, every key once in
-	// its object. A \u escape
-	// may decode to what UTF-8 forbids (a lone surrogate), so a body with
-	// one takes the walk below.
+	// its object. A \u escape may decode to what UTF-8 forbids (a lone
+	// surrogate), so a body with one takes the walk below.
 	if utf8.Valid(data) && !bytes.Contains(data, []byte(`\u`)) && fastjson.ValidateBytes(data) == nil && plain(v) {
 		return decode(v)
 	}

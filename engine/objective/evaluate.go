@@ -66,12 +66,12 @@ func (i Instant) Compare(j Instant) int {
 	return 0
 }
 
-// after reports whether i is after j: Compare(j) > 0, written out because
-// it is in the evaluator's innermost loops, where going through Compare cost
-// a tenth of a 1,000-signal reward (BenchmarkReward).
 // Time returns i as a time in UTC.
 func (i Instant) Time() time.Time { return time.Unix(i.Sec, int64(i.Nsec)).UTC() }
 
+// after reports whether i is after j: Compare(j) > 0, written out because
+// it is in the evaluator's innermost loops, where going through Compare cost
+// a tenth of a 1,000-signal reward (BenchmarkReward).
 func (i Instant) after(j Instant) bool { return i.Sec > j.Sec || i.Sec == j.Sec && i.Nsec > j.Nsec }
 
 // Kinds numbers the signal kinds that definitions name. Observations

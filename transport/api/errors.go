@@ -91,7 +91,9 @@ func classify(err error) failure {
 // would make an answer no transport carries.
 const maxMessage = 1024
 
-// errorResponse renders err in the request's error shape.
+// ErrorResponse renders err in shape. A door answers through Service.Error,
+// which also logs; this is for an answer given before there is a service
+// (see httpdoor.Standby).
 func ErrorResponse(err error, reqID string, shape ErrorShape) Response {
 	f := classify(err)
 	msg := field.Clip(err.Error(), maxMessage)

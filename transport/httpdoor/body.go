@@ -86,11 +86,12 @@ func (d *Door) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig 
 	// Handle in a header of the door's own, set over any a client sent.
 	var b [20]byte
 	h.SetBytesKV(admittedHeader, strconv.AppendUint(b[:0], d.svc.Stamp(), 10))
-	if n := h.ContentLength(); n == 0 || n == -2 { // -2: no body framing, so no body
+	n := h.ContentLength()
+	if n == 0 || n == -2 { // -2: no body framing, so no body
 		return fasthttp.RequestConfig{}
 	}
 	conf := fasthttp.RequestConfig{ReadTimeout: d.cfg.BodyTimeout}
-	if n := h.ContentLength(); n > d.cfg.MaxBody {
+	if n > d.cfg.MaxBody {
 		conf.MaxRequestBodySize = 1 // 413 without waiting for what is never read
 	} else if _, err := d.svc.Tenancy().AuthenticateHeader(h.Peek("Authorization")); err != nil {
 		conf.MaxRequestBodySize = 1
