@@ -44,6 +44,17 @@ func Cluster(t testing.TB, n int) *nats.Conn {
 // client URLs.
 func ClusterURLs(t testing.TB, n int) []string {
 	t.Helper()
+	var urls []string
+	for _, ns := range Servers(t, n) {
+		urls = append(urls, ns.ClientURL())
+	}
+	return urls
+}
+
+// Servers starts n nats-servers as Cluster does and returns them, for a
+// test that stops one.
+func Servers(t testing.TB, n int) []*server.Server {
+	t.Helper()
 	var routes []*url.URL
 	ports := make([]int, n)
 	if n > 1 {
@@ -57,7 +68,7 @@ func ClusterURLs(t testing.TB, n int) []string {
 			routes = append(routes, &url.URL{Scheme: "nats-route", Host: a})
 		}
 	}
-	var urls []string
+	var servers []*server.Server
 	for i := range n {
 		opts := &server.Options{ServerName: fmt.Sprint("s", i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, SyncAlways: true}
@@ -74,12 +85,12 @@ func ClusterURLs(t testing.TB, n int) []string {
 		if !ns.ReadyForConnections(10 * time.Second) {
 			t.Fatal("nats-server not ready")
 		}
-		urls = append(urls, ns.ClientURL())
+		servers = append(servers, ns)
 	}
 	if n > 1 {
-		waitForMetaLeader(t, urls[0])
+		waitForMetaLeader(t, servers[0].ClientURL())
 	}
-	return urls
+	return servers
 }
 
 // waitForMetaLeader returns once the cluster's JetStream answers an

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/compress"
 )
@@ -148,6 +149,34 @@ func (a *Agents) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.cfg.Timeout)
 }
 
+// readTry bounds one try of a read. A request a stream receives while it
+// has no leader (its leader died, and its copies are electing another) is
+// never answered: sent as one try of the whole Timeout, a read made a
+// moment before the election ended waited out all of it.
+const readTry = time.Second
+
+// read runs f in tries of readTry until it succeeds, fails for a reason
+// other than JetStream being unavailable for now, or ctx ends. f must be
+// safe to run again: a read.
+func read(ctx context.Context, f func(context.Context) error) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, readTry)
+		err := f(try)
+		cancel()
+		if err == nil || !jserr.Unavailable(err) || ctx.Err() != nil {
+			return err
+		}
+		select { // no responders is answered at once: do not spin on it
+		case <-ctx.Done():
+			return err
+		case <-time.After(readPause):
+		}
+	}
+}
+
+// readPause is the pause between two tries of a read.
+const readPause = 50 * time.Millisecond
+
 // Append appends b to its partition's log (see persist.Store.Append). An
 // append left unanswered (a timeout while the stream elects a leader) is
 // settled at once where it can be: stored, it succeeds; certainly not, it
@@ -195,7 +224,11 @@ func (a *Agents) settleAppend(l *Log, b persist.Batch, cause error) (uint64, err
 	if err := l.settle(ctx); err != nil {
 		return 0, cause
 	}
-	m, err := l.stream.GetLastMsgForSubject(ctx, l.prefix+b.Agent)
+	var m *jetstream.RawStreamMsg
+	err := read(ctx, func(ctx context.Context) (err error) {
+		m, err = l.stream.GetLastMsgForSubject(ctx, l.prefix+b.Agent)
+		return err
+	})
 	switch {
 	case err == nil && m.Header.Get(jetstream.MsgIDHeader) == batchID(b):
 		return m.Sequence, nil
@@ -239,7 +272,17 @@ func (a *Agents) load(agent string) (persist.Recovered, *Stored, error) {
 		return fail(err)
 	}
 	if object != "" {
-		data, err := a.obj.GetBytes(ctx, object)
+		// The bucket's stream may be electing a leader too: its object's
+		// info, read in short tries, says when it has one. The object
+		// itself is read in one try, however long it takes.
+		err := read(ctx, func(ctx context.Context) error {
+			_, err := a.obj.GetInfo(ctx, object)
+			return err
+		})
+		var data []byte
+		if err == nil {
+			data, err = a.obj.GetBytes(ctx, object)
+		}
 		if err != nil {
 			return fail(fmt.Errorf("agent %s: snapshot %s: %w", agent, object, err))
 		}
@@ -285,11 +328,15 @@ func (a *Agents) logged(agent string, first uint64, entry persist.KV) (Stored, b
 	ctx, cancel := a.ctx()
 	defer cancel()
 	p := a.cfg.Partition(agent)
-	st, err := a.js.Stream(ctx, StreamName(p))
-	if err != nil {
-		return Stored{}, false, fmt.Errorf("jslog: partition %d: %w", p, err)
-	}
-	m, err := st.GetLastMsgForSubject(ctx, subjectPrefix(p)+agent)
+	var m *jetstream.RawStreamMsg
+	err := read(ctx, func(ctx context.Context) error {
+		st, err := a.js.Stream(ctx, StreamName(p))
+		if err != nil {
+			return err
+		}
+		m, err = st.GetLastMsgForSubject(ctx, subjectPrefix(p)+agent)
+		return err
+	})
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		return Stored{}, false, nil
@@ -404,7 +451,11 @@ func (l *Log) appendPointer(ctx context.Context, agent string, seq uint64, objec
 // lastPointer reads agent's last snapshot pointer: the object's name ("" if
 // none) and, into seq, the sequence it covers.
 func (l *Log) lastPointer(ctx context.Context, agent string, seq *uint64) (string, error) {
-	m, err := l.stream.GetLastMsgForSubject(ctx, pointerSubject(l, agent))
+	var m *jetstream.RawStreamMsg
+	err := read(ctx, func(ctx context.Context) (err error) {
+		m, err = l.stream.GetLastMsgForSubject(ctx, pointerSubject(l, agent))
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return "", nil
 	}

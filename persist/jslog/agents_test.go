@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/plaudit/plaudit/internal/jstest"
 	"github.com/plaudit/plaudit/persist"
 	"github.com/plaudit/plaudit/persist/pebblelog"
 	"github.com/plaudit/plaudit/persist/persisttest"
@@ -311,5 +314,53 @@ func TestASnapshotWhosePointerWentUnansweredKeepsItsObject(t *testing.T) {
 	}
 	if r.SnapshotSeq != 3 || string(r.Snapshot) != "state at 3" || r.LastSeq != 3 {
 		t.Fatalf("a new owner's load: snapshot at %d %q, last event %d; want the snapshot at 3", r.SnapshotSeq, r.Snapshot, r.LastSeq)
+	}
+}
+
+// A stream whose leader stops is leaderless until its copies elect
+// another, and never answers a request sent meanwhile. A new owner loading
+// an agent then (its partition moved because its old owner's server
+// stopped) gets the agent once the snapshot bucket has its new leader: its
+// reads are retried in short tries, where one read used to wait out the
+// whole Timeout and fail.
+func TestALoadDuringTheBucketsElectionWaitsForItsNewLeader(t *testing.T) {
+	servers := jstest.Servers(t, 3)
+	onPartition0 := func(string) int { return 0 }
+	replicated := func(js jetstream.JetStream, epoch uint64) *Agents {
+		t.Helper()
+		l := openReplicated(t, js, 3, epoch)
+		a, err := NewAgents(context.Background(), js, AgentsConfig{Partition: onPartition0, Replicas: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Own(0, l)
+		return a
+	}
+	old := replicated(jetStream(t, connect(t, servers[0].ClientURL())), 1)
+	appendEvents(t, old, "agt_1", 1, 3)
+	if err := old.SaveSnapshot("agt_1", 2, persist.Bytes("state at 2")); err != nil {
+		t.Fatal(err)
+	}
+	appendEvents(t, old, "agt_1", 4, 2)
+
+	info, err := old.obj.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucketLeader := info.(*jetstream.ObjectBucketStatus).StreamInfo().Cluster.Leader
+	victim := slices.IndexFunc(servers, func(s *server.Server) bool { return s.Name() == bucketLeader })
+	if victim < 0 {
+		t.Fatalf("the bucket's leader %q is none of the servers", bucketLeader)
+	}
+	survivor := servers[(victim+1)%len(servers)]
+	next := replicated(jetStream(t, connect(t, survivor.ClientURL())), 2)
+
+	servers[victim].Shutdown()
+	r, err := next.Load("agt_1")
+	if err != nil {
+		t.Fatalf("loading while the bucket elects a leader: %v", err)
+	}
+	if string(r.Snapshot) != "state at 2" || r.SnapshotSeq != 2 || r.LastSeq != 5 {
+		t.Fatalf("loaded %q at %d, last %d; want the snapshot at 2, last 5", r.Snapshot, r.SnapshotSeq, r.LastSeq)
 	}
 }

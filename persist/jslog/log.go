@@ -220,7 +220,11 @@ func (l *Log) Tail(ctx context.Context, agent string, after uint64) ([]Stored, e
 	}
 	var out []Stored
 	for next := after + 1; ; {
-		m, err := l.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(l.prefix+agent))
+		var m *jetstream.RawStreamMsg
+		err := read(ctx, func(ctx context.Context) (err error) {
+			m, err = l.stream.GetMsg(ctx, next, jetstream.WithGetMsgSubject(l.prefix+agent))
+			return err
+		})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return out, nil
 		}
