@@ -3,6 +3,7 @@ package api
 import (
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -192,6 +193,14 @@ func (c *call) recordSignal() (result, error) {
 		return result{}, err
 	}
 	return write(c, agent.ID, func(a *engine.Agent, now time.Time, rnd *rand.Rand) (engine.SignalResult, []engine.Event, error) {
+		if ext, ok := strings.CutPrefix(cmd.RunID, externalRef); ok {
+			// A run of the agent's, by external id; another agent's is 404.
+			r, err := a.RunByExternalID(ext)
+			if err != nil {
+				return engine.SignalResult{}, nil, notFound("run", cmd.RunID)
+			}
+			cmd.RunID = r.ID
+		}
 		return a.RecordSignal(cmd, now, rnd)
 	}, func(sr engine.SignalResult) (result, error) {
 		return result{status: statusFor(!sr.Duplicate), body: appendSignal(answer(), sr.Signal, sr.RunIDs, sr.Duplicate)}, nil
@@ -199,7 +208,8 @@ func (c *call) recordSignal() (result, error) {
 }
 
 // decodeSignal reads a signal body: {kind, value, run_id | session_id |
-// object, dedup_key?, occurred_at?}. The engine checks the rest.
+// object, dedup_key?, occurred_at?}; run_id may be external_id:<value>.
+// The engine checks the rest.
 func decodeSignal(raw []byte) (engine.RecordSignal, error) {
 	var cmd engine.RecordSignal
 	err := parseBody(raw, func(b *body) error {

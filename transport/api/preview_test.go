@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,6 +82,30 @@ func TestPreviewEqualsPublishingThenReading(t *testing.T) {
 	}
 	if reflect.DeepEqual(pv["current"], pv["draft"]) {
 		t.Fatal("the draft should change the summary")
+	}
+}
+
+// TestPreviewChecksItsIdempotencyKey: a preview is a POST, so a malformed
+// Idempotency-Key is 400 as on every POST; a well-formed one has no other
+// effect (a preview writes nothing), so a second preview with the same
+// key and another body is answered, not 409.
+func TestPreviewChecksItsIdempotencyKey(t *testing.T) {
+	h := newHarness(t, config{})
+	c := h.client(adminKey)
+	a := previewAgent(t, c, h.clk)
+	path := "/api/v1/agents/" + a + "/objective/preview"
+	body := `{"definition": ` + previewDraftDef + `}`
+	bad := c.request("POST", path, body, map[string]string{"Idempotency-Key": "a key with spaces"})
+	if bad.status != 400 || !strings.Contains(str(t, bad.json(t), "error", "message"), "Idempotency-Key") {
+		t.Errorf("preview with a malformed key: %d %s, want 400 naming Idempotency-Key", bad.status, bad.body)
+	}
+	key := map[string]string{"Idempotency-Key": "preview-1"}
+	if r := c.request("POST", path, body, key); r.status != 200 {
+		t.Fatalf("preview with a key: %d %s", r.status, r.body)
+	}
+	other := `{"definition": ` + previewDraftDef + `, "limit": 1}`
+	if r := c.request("POST", path, other, key); r.status != 200 {
+		t.Errorf("preview again with the key and another body: %d %s, want 200", r.status, r.body)
 	}
 }
 

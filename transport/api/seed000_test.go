@@ -233,6 +233,32 @@ func TestObjectSignalResolvedOnRead(t *testing.T) {
 	}
 }
 
+// TestSignalToARunByExternalID: a signal's run_id may name the run as
+// external_id:<value>, as a path may; the signal keeps the run's id. A run
+// of another agent is 404, as by id.
+func TestSignalToARunByExternalID(t *testing.T) {
+	c := newHarness(t, config{}).client(adminKey)
+	a := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "support"}`), "id")
+	other := str(t, c.must(201, "POST", "/api/v1/agents", `{"name": "other"}`), "id")
+	r := str(t, c.must(201, "POST", "/api/v1/agents/"+a+"/runs", `{"external_id": "ticket-1"}`), "id")
+	c.must(201, "POST", "/api/v1/agents/"+other+"/runs", `{"external_id": "ticket-2"}`)
+
+	sig := c.must(201, "POST", "/api/v1/agents/"+a+"/signals",
+		`{"kind": "human.approval", "value": 1, "run_id": "external_id:ticket-1"}`)
+	expect(t, sig, r, "run_ids", 0)
+	items := list(t, c.must(200, "GET", "/api/v1/agents/"+a+"/runs/external_id:ticket-1/signals", ""), "items")
+	if len(items) != 1 || str(t, items[0], "id") != str(t, sig, "id") {
+		t.Errorf("run's signals = %v, want the signal sent by external id", items)
+	}
+	for _, ref := range []string{"external_id:ticket-2", "external_id:no-such-ticket"} {
+		got := c.request("POST", "/api/v1/agents/"+a+"/signals",
+			`{"kind": "human.approval", "value": 1, "run_id": "`+ref+`"}`, nil)
+		if got.status != 404 || !strings.Contains(str(t, got.json(t), "error", "message"), ref) {
+			t.Errorf("signal to %s: %d %s, want 404 naming it", ref, got.status, got.body)
+		}
+	}
+}
+
 // TestSessionSignalAttachesAtReceipt: a session signal goes to the session's
 // most recently finished run when it is received, and stays there; a
 // session with no finished run is 404 not_found.

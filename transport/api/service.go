@@ -315,7 +315,15 @@ func (s *Service) serve(c *call) (result, error) {
 		forwarded := resp // on the heap only when forwarded
 		return result{forwarded: &forwarded}, err
 	}
-	if c.req.IdempotencyKey == nil || !h.write {
+	if c.req.IdempotencyKey == nil {
+		return h.fn(c)
+	}
+	if !h.write {
+		// An operation that writes nothing (a preview is a POST) has
+		// nothing to do once: a key is checked, and has no other effect.
+		if err := idempotency.CheckKey(string(c.req.IdempotencyKey)); err != nil {
+			return result{}, err
+		}
 		return h.fn(c)
 	}
 	if err := c.loadKeyedAgent(); err != nil {

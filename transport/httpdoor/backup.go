@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/plaudit/plaudit/transport/api"
+	"github.com/plaudit/plaudit/transport/idempotency"
 	"github.com/plaudit/plaudit/transport/tenancy"
 )
 
@@ -63,6 +64,13 @@ func (d *Door) startBackup(ctx *fasthttp.RequestCtx, req *api.Request) (func(io.
 	}
 	if !ctx.IsPost() {
 		return nil, fmt.Errorf("%s %s: %w", ctx.Method(), backupPath, api.ErrMethodNotAllowed)
+	}
+	if key := ctx.Request.Header.Peek("Idempotency-Key"); key != nil {
+		// Checked as on every POST; a backup writes nothing, and a retry
+		// takes a backup again.
+		if err := idempotency.CheckKey(string(key)); err != nil {
+			return nil, err
+		}
 	}
 	return d.cfg.Backup()
 }

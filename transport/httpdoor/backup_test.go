@@ -91,3 +91,29 @@ func TestBackupStreamOutlastsWriteTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupChecksItsIdempotencyKey: a malformed Idempotency-Key is 400 on
+// the backup's POST as on every other, before a backup is taken.
+func TestBackupChecksItsIdempotencyKey(t *testing.T) {
+	taken := 0
+	e := newDoorEnv(t, Config{Backup: func() (func(io.Writer) error, error) {
+		taken++
+		return func(w io.Writer) error { _, err := io.WriteString(w, "tar"); return err }, nil
+	}}, true)
+	expectError(t, e.do(t, adminKey, "POST", backupPath, "", map[string]string{"Idempotency-Key": "two words"}),
+		400, jsonShape, "invalid_request", "Idempotency-Key")
+	req, _ := http.NewRequest("POST", "http://plaudit.test"+backupPath, nil)
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	req.Header.Set("Idempotency-Key", "nightly-1")
+	resp, err := e.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("backup with a key: %s", resp.Status)
+	}
+	if taken != 1 {
+		t.Errorf("%d backups taken, want 1 (the malformed key's none)", taken)
+	}
+}

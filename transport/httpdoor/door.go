@@ -171,7 +171,12 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 	case path == "/healthz":
 		write(ctx, d.svc.Health())
 		return
-	case path == "/metrics" && d.metrics != nil && ctx.IsGet():
+	case path == "/metrics" && d.metrics != nil:
+		if !ctx.IsGet() {
+			ctx.Response.Header.Set("Allow", fasthttp.MethodGet)
+			write(ctx, d.svc.Error(req, fmt.Errorf("%s /metrics: %w", ctx.Method(), api.ErrMethodNotAllowed)))
+			return
+		}
 		if d.bufferBody(ctx, req) {
 			d.metrics(ctx)
 		}
@@ -227,6 +232,11 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 	}
 	req.Principal = p
 	method := methodName(ctx.Method())
+	// Routed before its body is read: an unknown path is 404 and another
+	// method 405, whatever the body.
+	if err := Route(req, method, path); err != nil {
+		return err
+	}
 	if method == fasthttp.MethodPost || method == fasthttp.MethodPut {
 		if req.Body, err = d.readBody(ctx); err != nil {
 			return err
@@ -237,9 +247,6 @@ func (d *Door) admit(ctx *fasthttp.RequestCtx, req *api.Request, path string) er
 		}
 	}
 	req.Prefer = string(ctx.Request.Header.Peek("Prefer"))
-	if err := Route(req, method, path); err != nil {
-		return err
-	}
 	req.Query = (*queryArgs)(ctx.QueryArgs())
 	return nil
 }
@@ -286,7 +293,10 @@ func isJSON(ct []byte) bool {
 	if string(ct) == "application/json" { // what nearly every client sends: no parse
 		return true
 	}
-	mt, _, err := mime.ParseMediaType(string(ct))
+	mt, params, err := mime.ParseMediaType(string(ct))
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return false // JSON is UTF-8 (RFC 8259)
+	}
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 

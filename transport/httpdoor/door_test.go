@@ -421,6 +421,7 @@ func TestWrongContentTypeIs415(t *testing.T) {
 		{"signal as text/plain", "text/plain", "POST", "/api/v1/agents/" + a + "/signals", signal, jsonShape, "unsupported_media_type"},
 		{"objective as a form", "application/x-www-form-urlencoded", "PUT", "/api/v1/agents/" + a + "/objective", objective, jsonShape, "unsupported_media_type"},
 		{"feedback as text/plain", "text/plain", "POST", fb, feedback, rpcShape, 3.0},
+		{"report as JSON in Latin-1", "application/json; charset=iso-8859-1", "POST", jobs, report, jsonShape, "unsupported_media_type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := e.do(t, adminKey, tc.method, tc.path, tc.body, map[string]string{"Content-Type": tc.contentType})
@@ -430,8 +431,25 @@ func TestWrongContentTypeIs415(t *testing.T) {
 			}
 		})
 	}
+	// The route comes first: a body of any type to an unknown path is 404,
+	// and with a method the path does not take 405.
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{"POST", "/api/v1/nope", 404, "not_found"},
+		{"PUT", "/api/v1/agents", 405, "method_not_allowed"},
+	} {
+		res := e.do(t, adminKey, tc.method, tc.path, report, map[string]string{"Content-Type": "text/plain"})
+		expectError(t, res, tc.status, jsonShape, tc.code, "")
+		if tc.status == 405 && res.header.Get("Allow") == "" {
+			t.Errorf("%s %s: 405 without Allow", tc.method, tc.path)
+		}
+	}
 	for _, tc := range []struct{ name, contentType, path, body string }{
 		{"JSON with a charset", "application/json; charset=utf-8", jobs, `{"scorer": "charset", "value": 1}`},
+		{"JSON with a charset in capitals", "application/json; charset=UTF-8", jobs, `{"scorer": "charset-caps", "value": 1}`},
 		{"a +json type", "application/vnd.plaudit+json", jobs, `{"scorer": "plus-json", "value": 1}`},
 		{"an empty body without Content-Type", "", "/api/v1/agents/" + a + "/runs", ""},
 	} {
@@ -875,6 +893,19 @@ func TestEveryAnswerHasARequestID(t *testing.T) {
 		// A redirect names no host, least of all the one the request named.
 		if loc := resp.Header.Get("Location"); tc.status == 302 && loc != "/ui/" {
 			t.Errorf("GET %s redirects to %q, want /ui/", tc.path, loc)
+		}
+	}
+}
+
+// TestMetricsTakesOnlyGET: served on the HTTP port, /metrics answers
+// another method 405 with Allow, without a key, as /openapi.json does.
+func TestMetricsTakesOnlyGET(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "metrics") })
+	e := newDoorEnv(t, Config{Metrics: metrics}, true)
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		res := e.do(t, "", method, "/metrics", "", nil)
+		if res.status != 405 || res.header.Get("Allow") != "GET" {
+			t.Errorf("%s /metrics: %d, Allow %q; want 405 with Allow GET", method, res.status, res.header.Get("Allow"))
 		}
 	}
 }

@@ -109,11 +109,20 @@ type Reservation struct {
 	keep     bool
 }
 
+// CheckKey reports whether key is an Idempotency-Key: 1-200 printable ASCII
+// characters without spaces.
+func CheckKey(key string) error {
+	if !keyPattern.MatchString(key) {
+		return field.Errorf("Idempotency-Key", "must be 1-200 printable ASCII characters without spaces")
+	}
+	return nil
+}
+
 // Begin starts a keyed request: it returns the stored response to replay,
 // or reserves the key for this request (end it with Release or Keep).
 func (k *Keeper) Begin(ws, scope, key string, body []byte) (*Record, *Reservation, error) {
-	if !keyPattern.MatchString(key) {
-		return nil, nil, field.Errorf("Idempotency-Key", "must be 1-200 printable ASCII characters without spaces")
+	if err := CheckKey(key); err != nil {
+		return nil, nil, err
 	}
 	res := &Reservation{key: recordKey(ws, scope, key), bodyHash: sha256.Sum256(body)}
 	now := time.Now()
