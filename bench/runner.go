@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,8 @@ type suite struct {
 	redis    *RedisProcess
 	redisAOF *RedisProcess
 	results  map[rowKey]Result
+
+	logMu sync.Mutex // logf's lines, one at a time (a set-up note comes from a timer)
 }
 
 type rowKey struct {
@@ -37,7 +40,11 @@ type rowKey struct {
 // dir is a directory under the suite's root.
 func (s *suite) dir(name string) string { return filepath.Join(s.root, name) }
 
-func (s *suite) logf(format string, args ...any) { fmt.Fprintf(s.opts.Progress, format+"\n", args...) }
+func (s *suite) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.opts.Progress, format+"\n", args...)
+}
 
 // wanted is the set of rows to run: those Only matches, and the rows they
 // are divided by.
@@ -81,6 +88,9 @@ func (s *suite) run() error {
 		}
 	}
 	if s.opts.Target != nil {
+		s.rep.Notes = append(s.rep.Notes, "the baselines (fixed body, echo, raw Pebble, Redis) ran on this machine: "+
+			"against a server on another machine, a ratio to them compares two machines",
+			"the rows' agents, runs and signals stay on the server measured")
 		if s.opts.Only == nil {
 			s.rep.Skipped = append(s.rep.Skipped, "memory and recovery: they restart and inspect the server process, so they need a child server")
 		}
@@ -247,7 +257,7 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		return err
 	}
 	label := fmt.Sprintf("%s/%s c=%d", fam, r.name, c)
-	l := Loop{C: c, N: s.opts.Ops, D: s.opts.Duration, Rate: s.opts.Rate, CPU: s.cpuOf(r.proc),
+	l := Loop{C: c, N: s.opts.Ops, D: s.opts.Duration, Rate: s.opts.Rate, CPU: s.cpuOf(r.proc), Warm: 1,
 		Progress: s.opts.Progress, Label: label}
 	if l.D > 0 {
 		l.N = 0
@@ -264,6 +274,16 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 	if profiles != nil {
 		rounds = 1 // one profile per row
 	}
+	// A set-up that takes a while (a summary's 10,000 runs) says so, rather
+	// than leaving the progress silent until the row's clock starts.
+	setupNote := time.AfterFunc(time.Second, func() { s.logf("%s: setting up", label) })
+	started := l.Started
+	l.Started = func() {
+		setupNote.Stop()
+		if started != nil {
+			started()
+		}
+	}
 	var all []Result
 	var err error
 	for range rounds {
@@ -273,6 +293,7 @@ func (s *suite) measure(fam string, r scenario, c int) error {
 		}
 		all = append(all, res)
 	}
+	setupNote.Stop()
 	if interrupted.Load() {
 		return ErrInterrupted // a row cut short is not a measurement
 	}

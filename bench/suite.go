@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -115,6 +117,7 @@ type Report struct {
 	Recovery []Recovery    `json:"recovery,omitempty"`
 	Memory   []Memory      `json:"memory,omitempty"`
 	Skipped  []string      `json:"skipped,omitempty"`
+	Notes    []string      `json:"notes,omitempty"` // what to keep in mind reading the rows
 	Elapsed  time.Duration `json:"elapsed_ns"`
 }
 
@@ -156,6 +159,9 @@ func (r *Report) Failed() error {
 // that could not be set up or run, after which the report holds what was
 // measured before it. Failed operations are in the rows (Report.Failed).
 func Run(opts Options) (*Report, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	opts.defaults()
 	if opts.Bin == "" && opts.Target == nil {
 		return nil, errors.New("bench: no plaudit binary to start and no running server")
@@ -181,5 +187,42 @@ func Run(opts Options) (*Report, error) {
 	if err := s.run(); err != nil {
 		return s.rep, err
 	}
+	if opts.Only != nil && len(s.rep.Rows) == 0 && len(s.rep.Recovery) == 0 && len(s.rep.Memory) == 0 {
+		return s.rep, fmt.Errorf("bench: --run %q matches no row that could run here", opts.Only)
+	}
 	return s.rep, nil
+}
+
+// check refuses options that cannot mean what they say, before anything
+// starts: a count, duration or rate below zero (zero is the default), a
+// profile of a running server whose --pprof is not given, a base URL that
+// is not http://host:port, a redis-server that is not there.
+func (o *Options) check() error {
+	for _, v := range []struct {
+		name string
+		n    float64
+	}{
+		{"--ops", float64(o.Ops)}, {"--duration", float64(o.Duration)}, {"--rate", o.Rate},
+		{"--rounds", float64(o.Rounds)}, {"--recovery-events", float64(o.RecoveryEvents)},
+		{"--memory-signals", float64(o.MemorySignals)}, {"--idle-agents", float64(o.IdleAgents)},
+		{"--summary-runs", float64(o.SummaryRuns)},
+	} {
+		if v.n < 0 {
+			return fmt.Errorf("bench: %s must not be negative", v.name)
+		}
+	}
+	if t := o.Target; t != nil {
+		if u, err := url.Parse(t.HTTP); err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" {
+			return fmt.Errorf("bench: --http %q: want http://host:port", t.HTTP)
+		}
+		if (o.CPUProfile != "" || o.MemProfile != "") && t.Pprof == "" {
+			return errors.New("bench: --cpuprofile and --memprofile of a running server need its --pprof address")
+		}
+	}
+	if o.RedisServer != "" {
+		if _, err := exec.LookPath(o.RedisServer); err != nil {
+			return fmt.Errorf("bench: --redis-server: %w", err)
+		}
+	}
+	return nil
 }

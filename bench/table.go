@@ -50,6 +50,10 @@ func (r *Report) WriteTables(w io.Writer) error {
 				fmt.Fprintf(w, "\n%s c=%d: the harness sent late (after the due time) p50 %s, p99 %s\n",
 					row.Name, row.C, micros(row.LateP50), micros(row.LateP99))
 			}
+			if row.Unsent > 0 {
+				fmt.Fprintf(w, "\n%s c=%d: the rate was not reached: %d operations fell due and were not sent by the end; the latencies are of those sent\n",
+					row.Name, row.C, row.Unsent)
+			}
 		}
 	}
 	if len(r.Recovery) > 0 {
@@ -74,6 +78,9 @@ func (r *Report) WriteTables(w io.Writer) error {
 	fmt.Fprintln(w)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+	for _, s := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", s)
 	}
 	fmt.Fprintf(w, "cpu/op is the CPU of the process named in \"of\" (server: the child plaudit; hello: bench-hello; bench: the load generator's own); ratios are within this run; %v in all.\n",
 		r.Elapsed.Round(100*time.Millisecond))

@@ -71,6 +71,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if opts.Rounds < 1 {
+		return errors.New("bench: --rounds must be at least 1")
+	}
 	if fs.NArg() > 0 { // flag stops at it: the flags after it would be ignored
 		return fmt.Errorf("bench: unexpected argument %q (bench takes flags only)", fs.Arg(0))
 	}
