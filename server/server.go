@@ -501,6 +501,9 @@ func (s *Server) AccountID() string { return s.tenancy.AccountID() }
 // actors finish their in-flight writes, then NATS and the store close.
 func (s *Server) Close() error {
 	var errs []error
+	if s.service != nil {
+		s.service.Drain() // no open request waits for a judge now
+	}
 	if s.http != nil {
 		errs = append(errs, s.http.Shutdown())
 		// Shutdown closes only the listeners Serve has registered: one

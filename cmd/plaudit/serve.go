@@ -137,6 +137,13 @@ func (c *serveCmd) Run(con *console) error {
 	defer signal.Stop(sigs)
 	sig := <-sigs
 	logger.Info("draining", "signal", sig.String())
+	go func() {
+		// A second signal stops at once: what was acknowledged is synced,
+		// so this loses nothing a kill -9 would not.
+		sig := <-sigs
+		logger.Warn("stopped without draining", "signal", sig.String())
+		os.Exit(1)
+	}()
 	if err := srv.Close(); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -408,6 +408,38 @@ func TestSeed003RewardPendingInProcess(t *testing.T) {
 	}
 }
 
+// TestADrainAnswersTheWaitsAtOnce: a server draining answers the requests
+// held by Prefer: wait with the reward as it stands (202 pending), and the
+// ones that come after it too, rather than holding its shutdown for up to
+// two minutes; the reward is still judged.
+func TestADrainAnswersTheWaitsAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := newHarness(t, config{JudgeDeadline: time.Minute,
+		Judge: func(ws, subject string, data []byte, timeout time.Duration) ([]byte, error) {
+			<-release
+			return []byte(`{"met": true}`), nil
+		}})
+	c := h.client(adminKey)
+	c.must(201, "POST", "/v1/tasks", judgeTask)
+	id := str(t, c.must(202, "POST", "/v1/rewards", reward(`{"id": "acme/tone"}`, "refund", "")), "id")
+	held := make(chan response, 1)
+	go func() { held <- c.request("GET", "/v1/rewards/"+id, "", map[string]string{"Prefer": "wait=100"}) }()
+	time.Sleep(100 * time.Millisecond) // the request is waiting
+	h.svc.Drain()
+	select {
+	case r := <-held:
+		if r.status != 202 || str(t, r.json(t), "status") != "pending" {
+			t.Fatalf("the held request: %d %s, want 202 pending", r.status, r.body)
+		}
+	case <-time.After(50 * time.Second):
+		t.Fatal("the held request still waits after the drain")
+	}
+	if r := c.request("GET", "/v1/rewards/"+id, "", map[string]string{"Prefer": "wait=100"}); r.status != 202 {
+		t.Fatalf("a wait after the drain: %d %s, want 202 at once", r.status, r.body)
+	}
+}
+
 // TestSeed003AnAnswerTooLargeToJudgeIs413: an answer whose judge request
 // (the task, the criterion and the answer, escaped) would not fit NATS is
 // refused up front; sent, it would fail at the deadline, retryable, and

@@ -107,6 +107,11 @@ func New(cfg Config, reg *actors.Registry, ten *tenancy.Tenancy, store idempoten
 	return s, nil
 }
 
+// Drain is the start of a shutdown: requests waiting for a judged reward
+// (Prefer: wait) are answered at once with what there is, so the doors'
+// drain does not wait for them.
+func (s *Service) Drain() { s.judges.EndWaits() }
+
 // Close stops the sweeper and the judged-reward dispatcher (pending rewards
 // stay pending on disk, resumed at the next start).
 func (s *Service) Close() {

@@ -72,6 +72,8 @@ type Dispatcher struct {
 	waiters map[string]chan struct{} // "<ws>/<rw id>" → closed when the reward turns final
 	inHand  map[string]bool          // "<ws>/<rw id>" of the rewards started and not done
 	stop    chan struct{}
+	waitEnd chan struct{} // closed by EndWaits: every Wait answers what it has
+	ended   bool
 	writes  sync.WaitGroup // store and actor writes in progress; Close waits for them
 	workers sync.WaitGroup // reward goroutines, for tests that want them gone
 }
@@ -89,7 +91,7 @@ func NewDispatcher(j *Judging, cfg DispatchConfig) *Dispatcher {
 		cfg.Owns = func(Reward) bool { return true }
 	}
 	return &Dispatcher{j: j, cfg: cfg, waiters: map[string]chan struct{}{}, inHand: map[string]bool{},
-		stop: make(chan struct{})}
+		stop: make(chan struct{}), waitEnd: make(chan struct{})}
 }
 
 // Resume restarts every open reward of every workspace that this node
@@ -419,6 +421,7 @@ func (d *Dispatcher) Wait(ws, rewardID string, timeout time.Duration) (Reward, e
 		case <-ch:
 		case <-tm.C:
 		case <-d.stop:
+		case <-d.waitEnd:
 		case <-poll.C:
 			if r, err := d.j.Reward(ws, rewardID); err != nil || !r.Final() {
 				continue
@@ -430,6 +433,19 @@ func (d *Dispatcher) Wait(ws, rewardID string, timeout time.Duration) (Reward, e
 
 // waitPoll is how often Wait reads a reward it waits for again.
 const waitPoll = time.Second
+
+// EndWaits makes every Wait, and every one to come, answer the reward as it
+// stands (pending, 202), without waiting: a server draining does not hold
+// its shutdown for a Prefer: wait of up to two minutes. Rewards go on
+// being judged until Close.
+func (d *Dispatcher) EndWaits() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ended {
+		d.ended = true
+		close(d.waitEnd)
+	}
+}
 
 // Close stops the dispatcher: goroutines waiting (backoff, Wait) return,
 // writes in progress finish, and nothing more is written; pending rewards
