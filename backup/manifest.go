@@ -37,7 +37,7 @@ var (
 	// its stream or manifest is malformed.
 	ErrCorrupt = errors.New("backup: corrupt")
 	// ErrNotEmpty is returned for a destination directory that holds files.
-	ErrNotEmpty = errors.New("backup: destination is not empty")
+	ErrNotEmpty = errors.New("destination is not empty")
 )
 
 // Manifest describes a backup.

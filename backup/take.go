@@ -2,6 +2,7 @@ package backup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,14 @@ func Fetch(ctx context.Context, client *http.Client, baseURL, key, dir string) (
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		return Manifest{}, fmt.Errorf("%s answered %s: %s", baseURL, resp.Status, strings.TrimSpace(string(body)))
+		var e struct {
+			Error struct{ Message string }
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message // Plaudit's error body
+		}
+		return Manifest{}, fmt.Errorf("%s answered %s: %s", baseURL, resp.Status, msg)
 	}
 	if _, err := Receive(resp.Body, dir); err != nil {
 		return Manifest{}, err
@@ -77,7 +85,12 @@ func Offline(data, dir, version string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	return checkOrClear(dir)
+	m, err := checkOrClear(dir)
+	if err != nil {
+		// The copy is what is checked; what fails it came from data.
+		return Manifest{}, fmt.Errorf("the copy of %s fails its check: %w", data, err)
+	}
+	return m, nil
 }
 
 // checkOrClear is Check of a backup just received into dir, which is

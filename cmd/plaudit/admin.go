@@ -19,9 +19,9 @@ import (
 // --key) or a stopped data directory (--data).
 type backupCmd struct {
 	To     string `required:"" placeholder:"DIR" help:"Directory to write the backup into (absent or empty)."`
-	Server string `env:"PLAUDIT_SERVER" placeholder:"URL" xor:"source" required:"" help:"Back up the running server at this base URL (http://host:port). One of --server and --data."`
+	Server string `placeholder:"URL" help:"Back up the running server at this base URL (http://host:port; default $PLAUDIT_SERVER unless --data is given). One of --server and --data."`
 	Key    string `env:"PLAUDIT_KEY,PLAUDIT_API_KEY" placeholder:"KEY" help:"With --server: an admin API key."`
-	Data   string `placeholder:"DIR" xor:"source" required:"" help:"Back up this stopped data directory instead. One of --server and --data."`
+	Data   string `placeholder:"DIR" help:"Back up this stopped data directory instead. One of --server and --data."`
 }
 
 func (c *backupCmd) Run(con *console) error {
@@ -29,6 +29,17 @@ func (c *backupCmd) Run(con *console) error {
 		m   backup.Manifest
 		err error
 	)
+	// $PLAUDIT_SERVER, which the keys commands read too, stands for
+	// --server only when neither flag is given: a flag on the command line
+	// wins over the environment.
+	switch {
+	case c.Server != "" && c.Data != "":
+		return errors.New("backup: --server and --data can't be used together")
+	case c.Server == "" && c.Data == "":
+		if c.Server = os.Getenv("PLAUDIT_SERVER"); c.Server == "" {
+			return errors.New("backup: one of --server (or $PLAUDIT_SERVER) and --data is needed")
+		}
+	}
 	if c.Server != "" {
 		if c.Key == "" {
 			return errors.New("backup: --server needs --key, an admin API key (or $PLAUDIT_KEY)")

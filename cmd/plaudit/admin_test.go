@@ -19,6 +19,9 @@ import (
 // inspect reports the restored agent; a flipped byte in the table makes
 // inspect fail naming it.
 func TestBackupRestoreInspectCommands(t *testing.T) {
+	// Set for the keys commands, it does not stand in for --server when
+	// --data is given.
+	t.Setenv("PLAUDIT_SERVER", "http://127.0.0.1:1")
 	data := filepath.Join(t.TempDir(), "data")
 	s, err := pebblelog.Open(data, pebblelog.Options{BallastSize: -1})
 	if err != nil {
@@ -84,17 +87,21 @@ func TestBackupRestoreInspectCommands(t *testing.T) {
 }
 
 // TestAdminCommandsSayWhatIsWrong: a backup of a server without a key is
-// refused before any request, naming --key; a restore from a directory
-// that does not exist says so.
+// refused before any request, naming --key; a backup needs one source, and
+// both given is an error; a restore from a directory that does not exist
+// says so.
 func TestAdminCommandsSayWhatIsWrong(t *testing.T) {
 	t.Setenv("PLAUDIT_KEY", "")
 	t.Setenv("PLAUDIT_API_KEY", "")
+	t.Setenv("PLAUDIT_SERVER", "")
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"backup", "--server", "http://127.0.0.1:1", "--to", filepath.Join(dir, "bk")}, "--server needs --key"},
+		{[]string{"backup", "--to", filepath.Join(dir, "bk")}, "one of --server (or $PLAUDIT_SERVER) and --data"},
+		{[]string{"backup", "--server", "http://127.0.0.1:1", "--data", dir, "--to", filepath.Join(dir, "bk")}, "can't be used together"},
 		{[]string{"restore", "--from", filepath.Join(dir, "nope"), "--data", filepath.Join(dir, "new")}, "nope: file does not exist"},
 	} {
 		var out bytes.Buffer

@@ -154,8 +154,13 @@ func Inspect(dir string, o InspectOptions) (r *Report, err error) {
 	popts := &pebble.Options{FS: o.FS, ReadOnly: true, Logger: slogLogger{slog.New(slog.DiscardHandler)},
 		EventListener: &pebble.EventListener{DataCorruption: func(pebble.DataCorruptionInfo) {}}}
 	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("inspect %s (is a server running on it?): %w", dir, storageError(err))
+	switch {
+	case errors.Is(err, pebble.ErrDBDoesNotExist):
+		return nil, fmt.Errorf("inspect %s: no Plaudit data directory here: %w", dir, err)
+	case err != nil && lockHeld(err):
+		return nil, fmt.Errorf("inspect %s (is a server running on it?): %w (%w)", dir, ErrLocked, err)
+	case err != nil:
+		return nil, fmt.Errorf("inspect %s: %w", dir, storageError(err))
 	}
 	defer db.Close()
 	r.Format = db.FormatMajorVersion().String()
