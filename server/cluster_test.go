@@ -151,6 +151,15 @@ func everyNodeServesEveryAgent(t *testing.T, mode natsMode) {
 				fmt.Sprintf(`{"kind": "human.rating", "value": 4, "run_id": %q, "dedup_key": "from-%d"}`, ar.run, j))
 		}
 	}
+	// A seed-001 report replaced through every node in turn: the one that
+	// started last stands (each node stamps what it admits, and the stamp
+	// travels with a forwarded request), so every replacement is 201.
+	for round := range 2 {
+		for j := range nodes {
+			body := fmt.Sprintf(`{"scorer": "grader", "value": 0.%d%d}`, round, j)
+			c[j].must(201, "POST", "/v1/jobs/"+made[0].run+"/rewards", body)
+		}
+	}
 	t.Logf("writes took %v", time.Since(began))
 	// Every node reads every signal, whichever node it went to.
 	for _, ar := range made {

@@ -43,6 +43,7 @@ type forwarded struct {
 	Deadline       time.Time         `json:"deadline"`
 	Door           api.Door          `json:"door"`
 	Arrived        time.Time         `json:"arrived"`
+	Started        uint64            `json:"started"` // the start-order stamp the first node took
 	RequestID      string            `json:"request_id"`
 	Errors         api.ErrorShape    `json:"errors"`
 }
@@ -95,7 +96,7 @@ func (f *Forwarder) Forward(req *api.Request, agentID string) (api.Response, err
 		KeyName: req.Principal.Name, Home: req.Principal.Home, Admin: req.Principal.Admin,
 		Workspace: req.Workspace, Target: req.Target, Body: req.Body, Args: req.Args(),
 		IdempotencyKey: req.IdempotencyKey, Prefer: req.Prefer, Deadline: req.Deadline, Door: req.Door,
-		Arrived: req.Arrived, RequestID: req.RequestID, Errors: req.Errors}
+		Arrived: req.Arrived, Started: req.Started, RequestID: req.RequestID, Errors: req.Errors}
 	data, err := json.Marshal(fw)
 	if err != nil {
 		return api.Response{}, err
@@ -186,7 +187,7 @@ func ServeForwarded(nc *nats.Conn, node string, svc *api.Service, logger *slog.L
 		}
 		req := &api.Request{Op: fw.Op, Workspace: fw.Workspace, Target: fw.Target, Body: fw.Body,
 			IdempotencyKey: fw.IdempotencyKey, Prefer: fw.Prefer, Deadline: fw.Deadline, Door: fw.Door,
-			Arrived: fw.Arrived, RequestID: fw.RequestID, Errors: fw.Errors, Forwarded: true,
+			Arrived: fw.Arrived, Started: fw.Started, RequestID: fw.RequestID, Errors: fw.Errors, Forwarded: true,
 			Principal: tenancy.Principal{KeyID: fw.KeyID, ProfileID: fw.ProfileID, Name: fw.KeyName,
 				Home: fw.Home, Admin: fw.Admin}}
 		req.Query = api.ArgsMap(fw.Args)
