@@ -729,3 +729,75 @@ func TestAPartitionFencedUnderItsOwnerIsTakenAfresh(t *testing.T) {
 		t.Fatalf("%d signals read, %d acknowledged", n, acked)
 	}
 }
+
+// TestRacingExternalIDsAcknowledgeOnlyDurableRuns: agents served by three
+// nodes create runs claiming one external id at once, beside runs that
+// claim none. The claims meet only in the replicated directory, when the
+// batches are appended, so a node cannot know beforehand that its claim
+// will lose: every run acknowledged must be one the log kept (a run was
+// answered 201 before its append, then lost with its batch, and the runs
+// batched with it), and the id names one run.
+func TestRacingExternalIDsAcknowledgeOnlyDurableRuns(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c := make([]*client, len(nodes))
+	for i, s := range nodes {
+		c[i] = newClient(t, s, adminKey)
+	}
+	// One agent served by each node: a node makes an agent on a partition
+	// it owns.
+	agents := make([]string, len(nodes))
+	for i := range nodes {
+		agents[i] = str(t, c[i].must(201, "POST", "/api/v1/agents", `{"name": "racer"}`), "id")
+		if owner := nodes[0].cluster.owner(agents[i]); owner != fmt.Sprintf("n%d", i) {
+			t.Fatalf("agent %s made on n%d is served by %s", agents[i], i, owner)
+		}
+	}
+	type acked struct{ agent, run string }
+	var (
+		mu   sync.Mutex
+		runs []acked
+		byID = map[string][]string{}
+	)
+	for try := range 6 {
+		ext := fmt.Sprintf("race-%d", try)
+		var wg sync.WaitGroup
+		for i, agent := range agents {
+			for k := range 4 {
+				body := `{"version": "plain"}`
+				if k == 0 {
+					body = `{"external_id": "` + ext + `"}`
+				}
+				wg.Go(func() {
+					r, err := c[i].rawSend("POST", "/api/v1/agents/"+agent+"/runs", body, nil)
+					if err != nil || r.status != 201 {
+						return // refused (409, or 503 for a batch whose claim lost): not acknowledged
+					}
+					var m struct{ ID string }
+					if json.Unmarshal(r.body, &m) != nil {
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					runs = append(runs, acked{agent, m.ID})
+					if k == 0 {
+						byID[ext] = append(byID[ext], m.ID)
+					}
+				})
+			}
+		}
+		wg.Wait()
+	}
+	for ext, ids := range byID {
+		if len(ids) > 1 {
+			t.Errorf("external id %s acknowledged for %d runs: %v", ext, len(ids), ids)
+		}
+	}
+	for _, r := range runs {
+		for j := range nodes {
+			if got := c[j].request("GET", "/api/v1/agents/"+r.agent+"/runs/"+r.run, "", nil); got.status != 200 {
+				t.Errorf("run %s of agent %s, acknowledged 201: n%d answers %d %s", r.run, r.agent, j, got.status, got.body)
+			}
+		}
+	}
+	t.Logf("%d runs acknowledged", len(runs))
+}
