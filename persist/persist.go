@@ -42,6 +42,10 @@ var (
 	// not serve now: in a cluster, its partition is owned by another node,
 	// or is moving between nodes.
 	ErrMoved = errors.New("persist: agent not served by this node")
+	// ErrUnavailable is wrapped by a call a replicated store could not
+	// answer in time (its stream electing a leader, a quorum lost): the
+	// outcome of a write is unknown, and a retry may succeed.
+	ErrUnavailable = errors.New("persist: store unavailable for now")
 	// ErrExists is wrapped by an Append or a Put refused because another
 	// writer holds one of its Unique keys.
 	ErrExists = errors.New("persist: unique key already written")

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
@@ -362,5 +363,32 @@ func TestALoadDuringTheBucketsElectionWaitsForItsNewLeader(t *testing.T) {
 	}
 	if string(r.Snapshot) != "state at 2" || r.SnapshotSeq != 2 || r.LastSeq != 5 {
 		t.Fatalf("loaded %q at %d, last %d; want the snapshot at 2, last 5", r.Snapshot, r.SnapshotSeq, r.LastSeq)
+	}
+}
+
+// A store whose JetStream does not answer in time says so with
+// persist.ErrUnavailable, which the doors answer 503 and a client retries,
+// not as a failure of the server's own (500).
+func TestAStoreWhoseJetStreamDoesNotAnswerIsUnavailable(t *testing.T) {
+	servers := jstest.Servers(t, 1)
+	js := jetStream(t, connect(t, servers[0].ClientURL()))
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = local.Close() })
+	dir, err := OpenDirectory(context.Background(), js, local, DirectoryConfig{Timeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dir.Close)
+	s := NewStore(node(t, js, 1), dir, local)
+	if err := s.Put(persist.KV{Key: []byte("k/1"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	servers[0].Shutdown()
+	err = s.Put(persist.KV{Key: []byte("k/2"), Value: []byte("v")})
+	if !errors.Is(err, persist.ErrUnavailable) {
+		t.Fatalf("Put with JetStream gone: %v, want persist.ErrUnavailable", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/plaudit/plaudit/internal/jserr"
 	"github.com/plaudit/plaudit/persist"
 )
 
@@ -33,7 +34,13 @@ func (s *Store) open(fn func() error) error {
 	if s.closed {
 		return persist.ErrClosed
 	}
-	return fn()
+	err := fn()
+	if err != nil && jserr.Unavailable(err) && !errors.Is(err, persist.ErrUnavailable) {
+		// JetStream did not answer in time: a request of a caller's, a
+		// retry's (503), not a failure of the server's (500).
+		err = fmt.Errorf("%w: %w", persist.ErrUnavailable, err)
+	}
+	return err
 }
 
 // Append writes b in three steps: it claims b's unique index keys (a key

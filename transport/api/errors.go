@@ -68,6 +68,7 @@ var failures = []struct {
 	{ErrRecovering, failure{503, "unavailable", 14}},
 	{ErrStarting, failure{503, "unavailable", 14}},
 	{persist.ErrMoved, failure{503, "unavailable", 14}},
+	{persist.ErrUnavailable, failure{503, "unavailable", 14}},
 }
 
 var internalFailure = failure{500, "internal", 13}
