@@ -19,7 +19,7 @@ import (
 // palette holds the variations' colours, in the order they are drawn:
 // muted and told apart by people with the common colour-vision
 // deficiencies (Okabe–Ito, darkened for white backgrounds).
-var palette = []string{"#2f6db3", "#d08a1e", "#2a9d78", "#c0504d", "#7e5ba6", "#3e9fc2", "#b5689c", "#6b7a2a"}
+var palette = []string{"#2f6db3", "#a86a0c", "#2a9d78", "#c0504d", "#7e5ba6", "#3e9fc2", "#b5689c", "#6b7a2a"}
 
 func colour(i int) string { return palette[i%len(palette)] }
 

@@ -135,14 +135,18 @@ func secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
+// The session cookie is SameSite=Lax: a link to a console page from
+// elsewhere (a chat, a ticket) opens the page for a visitor signed in,
+// where Strict sent them to sign in again. Lax sends it on top-level GETs
+// only, and every POST of the console checks its CSRF token.
 func setCookie(w http.ResponseWriter, r *http.Request, s *session, ttl time.Duration) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.id, Path: Prefix, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: secure(r), MaxAge: int(ttl.Seconds())})
+		SameSite: http.SameSiteLaxMode, Secure: secure(r), MaxAge: int(ttl.Seconds())})
 }
 
 func clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: secure(r), MaxAge: -1})
+		SameSite: http.SameSiteLaxMode, Secure: secure(r), MaxAge: -1})
 }
 
 // current returns the request's session, or nil.
