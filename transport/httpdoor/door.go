@@ -110,6 +110,7 @@ func New(cfg Config, svc *api.Service) *Door {
 		Handler:            d.Handle,
 		ErrorHandler:       d.handleTransportError,
 		HeaderReceived:     d.headerReceived,
+		ExpectHandler:      d.expect,
 		StreamRequestBody:  true, // see body.go
 		Name:               "plaudit",
 		ReadTimeout:        cfg.ReadTimeout,
@@ -204,6 +205,9 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Header.Set("Allow", strings.Join(methods(path), ", "))
 		}
 		write(ctx, d.svc.Error(req, err))
+		if req.Body == nil {
+			d.answerThenDrain(ctx) // refused with its body unread
+		}
 		return
 	}
 	write(ctx, d.svc.Handle(req))
