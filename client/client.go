@@ -262,9 +262,12 @@ func (cl *call) describe() string {
 	return cl.method + " " + cl.path
 }
 
-// natsBody is body with the call's members in front: what HTTP takes from
-// the path or query string travels in the NATS body.
-func (cl *call) natsBody(body []byte) []byte {
+// withMembers is body with the call's members in front: what HTTP takes
+// from the path or query string travels in the NATS body. A write sends it
+// over HTTP too (the HTTP routes accept the members): an Idempotency-Key
+// covers the body's bytes, so a write retried through the other door must
+// send the same ones.
+func (cl *call) withMembers(body []byte) []byte {
 	if len(cl.members) == 0 {
 		return body
 	}

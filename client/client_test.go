@@ -244,6 +244,51 @@ func TestErrorsDecoded(t *testing.T) {
 	}
 }
 
+// TestAWriteRetriedThroughTheOtherDoorIsOneWrite: every typed write that
+// names a run (finish, report, feedback), sent under a key over one door and
+// retried under it over the other, is answered the first answer, not 409:
+// both doors send the same bytes.
+func TestAWriteRetriedThroughTheOtherDoorIsOneWrite(t *testing.T) {
+	s := startServer(t, server.Config{})
+	ctx := context.Background()
+	_, agent, _ := setup(t, s)
+	h, n := doors[0].open(t, s), doors[1].open(t, s)
+	score := 1.0
+	for _, tc := range []struct {
+		name  string
+		write func(c *client.Client, run, key string) (string, error)
+	}{
+		{"finish", func(c *client.Client, run, key string) (string, error) {
+			r, err := c.Finish(ctx, agent, run, client.FinishRequest{Succeeded: true, IdempotencyKey: key})
+			return r.RequestID, err
+		}},
+		{"report", func(c *client.Client, run, key string) (string, error) {
+			r, err := c.Report(ctx, agent, run, client.ReportRequest{Scorer: "grader", Value: &score, IdempotencyKey: key})
+			return r.RequestID, err
+		}},
+		{"feedback", func(c *client.Client, run, key string) (string, error) {
+			r, err := c.Feedback(ctx, agent, run, client.FeedbackRequest{Data: client.FeedbackData{Score: &score}, IdempotencyKey: key})
+			return r.RequestID, err
+		}},
+	} {
+		for _, order := range [][2]*client.Client{{h, n}, {n, h}} {
+			run, err := h.Select(ctx, agent, client.SelectRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := tc.name + "-" + run.ID
+			first, err := tc.write(order[0], run.ID, key)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			again, err := tc.write(order[1], run.ID, key)
+			if err != nil || again != first {
+				t.Errorf("%s retried through the other door: %v, request id %q; want the first answer's %q", tc.name, err, again, first)
+			}
+		}
+	}
+}
+
 // TestNATSAuthorizationHeader: a request's Authorization header is checked
 // on NATS; a key the server does not know is 401.
 func TestNATSAuthorizationHeader(t *testing.T) {

@@ -43,6 +43,9 @@ func (d *httpDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 	if len(cl.query) > 0 {
 		u += "?" + cl.query.Encode()
 	}
+	if cl.write && len(cl.members) > 0 {
+		body = cl.withMembers(body) // the bytes NATS sends (see withMembers)
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -68,7 +68,7 @@ func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 		}
 	}
 	msg := nats.NewMsg("plaudit.v1." + d.ws + "." + cl.agent + "." + cl.op)
-	msg.Data = cl.natsBody(body)
+	msg.Data = cl.withMembers(body)
 	if key != "" {
 		msg.Header.Set("Idempotency-Key", key)
 	}
