@@ -102,7 +102,9 @@ func ErrorResponse(err error, reqID string, shape ErrorShape) Response {
 	switch {
 	case f.code == "storage_full":
 		resp.RetryAfter = storageFullRetry
-	case f.status == 503:
+	case f.status == 503, f.code == "idempotency_in_progress":
+		// The first request under the key is still running: a retry in
+		// a second may find its answer recorded.
 		resp.RetryAfter = 1
 	}
 	return resp

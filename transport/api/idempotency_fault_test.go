@@ -143,7 +143,11 @@ func TestKeyedWriteThatTimedOutKeepsItsKey(t *testing.T) {
 		t.Fatalf("keyed write whose append is held past the timeout: status %d, want 503; body %s", first.status, first.body)
 	}
 	<-fs.entered // the write and its record wait at the gate
-	apiError(t, op.send(t, "slow"), 409, "idempotency_in_progress", "")
+	busy := op.send(t, "slow")
+	apiError(t, busy, 409, "idempotency_in_progress", "")
+	if busy.header.Get("Retry-After") != "1" {
+		t.Errorf("409 idempotency_in_progress with Retry-After %q, want 1: a retry in a second may find the answer", busy.header.Get("Retry-After"))
+	}
 	fs.release()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
