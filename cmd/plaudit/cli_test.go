@@ -87,6 +87,10 @@ func TestBadCommandLinesExitOne(t *testing.T) {
 		{[]string{"serve", "--replicas", "3"}, "need --cluster"},
 		{[]string{"serve", "--cluster", "c1", "--node", "a", "--nats-cluster-listen", "127.0.0.1:6222"}, "--cluster needs --nats-routes"},
 		{[]string{"serve", "--node", "a"}, "need --cluster"},
+		{[]string{"serve", "--partitions", "8"}, "need --cluster"},
+		{[]string{"serve", "--lease-ttl", "3s"}, "need --cluster"},
+		{[]string{"serve", "--http", ""}, "--http: an address is needed"},
+		{[]string{"serve", "--data", " "}, "--data: a directory is needed"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

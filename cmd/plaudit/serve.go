@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -78,10 +79,18 @@ func (c serveCmd) cluster() *server.ClusterConfig {
 
 // Validate refuses a cluster flag without the others it needs.
 func (c serveCmd) Validate() error {
+	// An address given empty (PLAUDIT_HTTP= in an environment file) would
+	// listen on a random port of every interface.
+	if strings.TrimSpace(c.HTTP) == "" {
+		return errors.New("--http: an address is needed (host:port, or :port)")
+	}
+	if strings.TrimSpace(c.Data) == "" {
+		return errors.New("--data: a directory is needed")
+	}
 	routed := c.NATSClusterListen != "" || len(c.NATSRoutes) > 0
 	if c.Cluster == "" {
-		if c.Node != "" || routed || c.Replicas != 0 {
-			return errors.New("--node, --nats-cluster-listen, --nats-routes and --replicas need --cluster")
+		if c.Node != "" || routed || c.Replicas != 0 || c.Partitions != 0 || c.LeaseTTL != 0 || c.ClaimWindow != 0 {
+			return errors.New("--node, --nats-cluster-listen, --nats-routes, --replicas, --partitions, --lease-ttl and --claim-window need --cluster")
 		}
 		return nil
 	}
