@@ -109,6 +109,11 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /ui/agents/{agent}/objective", c.signedIn(c.objectivePage))
 	m.HandleFunc("POST /ui/agents/{agent}/objective/preview", c.signedIn(c.previewDraft))
 	m.HandleFunc("GET /ui/tasks", c.signedIn(c.tasksPage))
+	// Any other path, or method, under /ui/: the console's own 404 page,
+	// not the mux's line of plain text.
+	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, c.current(r), &errService{status: http.StatusNotFound, message: "There is no such page."})
+	})
 	c.mux = m
 }
 

@@ -172,6 +172,21 @@ func TestKeySeesOnlyItsWorkspace(t *testing.T) {
 	}
 }
 
+// TestAnUnknownPageIsTheConsolesOwn404: a path under /ui/ that is no page,
+// or a page asked with another method, answers the console's styled 404
+// page, not the mux's line of plain text.
+func TestAnUnknownPageIsTheConsolesOwn404(t *testing.T) {
+	e := start(t)
+	b := e.browser()
+	b.signIn(adminKey)
+	for _, path := range []string{"/ui/nothing-here", "/ui/agents/", "/ui/signout"} {
+		p := b.get(path)
+		if p.status != http.StatusNotFound || !strings.Contains(p.body, "There is no such page.") || !strings.Contains(p.body, "<html") {
+			t.Errorf("GET %s: %d %.200q, want the console's 404 page", path, p.status, p.body)
+		}
+	}
+}
+
 func TestAgentPages(t *testing.T) {
 	e := start(t)
 	s := e.seed()
