@@ -103,11 +103,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
+		// The live refresh replaces the page's figures: a node found a
+		// moment before may be gone when its text is asked for, and is
+		// found again.
+		var err error
+		for range 5 {
+			var s string
+			if s, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel))); err == nil {
+				return s
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		return s
+		t.Fatalf("text of %s: %v", sel, err)
+		return ""
 	}
 
 	// Sign in: the agents page sends to the form, which sends back.

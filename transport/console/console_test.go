@@ -244,7 +244,7 @@ func TestAgentPages(t *testing.T) {
 	if strings.Count(p.body, `class="leader"`) != 1 {
 		t.Errorf("%d leaders marked, want 1", strings.Count(p.body, `class="leader"`))
 	}
-	for _, want := range []string{`id="selections"`, "version 1", "version 2", "95 % interval", "P(best)"} {
+	for _, want := range []string{`id="selections"`, "version <bdi>1</bdi>", "version <bdi>2</bdi>", "95 % interval", "P(best)"} {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("agent page lacks %q", want)
 		}
@@ -344,7 +344,7 @@ func TestReleaseLinksKeepTheirLabel(t *testing.T) {
 	b.signIn(adminKey)
 	page := b.get("/ui/agents/" + agent)
 	links := map[string]string{} // label → href
-	for _, m := range regexp.MustCompile(`href="(/ui/agents/[^/"]+/versions\?v=[^"]*)">version ([^<]*)<`).FindAllStringSubmatch(page.body, -1) {
+	for _, m := range regexp.MustCompile(`href="(/ui/agents/[^/"]+/versions\?v=[^"]*)">version <bdi>([^<]*)</bdi><`).FindAllStringSubmatch(page.body, -1) {
 		links[html.UnescapeString(m[2])] = html.UnescapeString(m[1])
 	}
 	for _, v := range labels {

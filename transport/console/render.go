@@ -52,6 +52,10 @@ var funcs = template.FuncMap{
 		return *s
 	},
 	"colour": colour,
+	// mode names a selection mode as people say it: "weighted", "random".
+	"mode": func(m string) string {
+		return strings.ToLower(strings.TrimPrefix(m, "VARIATION_SELECTION_MODE_"))
+	},
 	"add":    func(a, b int) int { return a + b },
 	"path":   url.PathEscape,
 	"op":     func(b byte) string { return string(b) },
