@@ -123,7 +123,7 @@ func RunFor(c int, d time.Duration, mk Workload) (Result, error) { return Loop{C
 // significant digits: a value is read back within 0.1 % (a 30 µs answer is
 // told from a 30.1 µs one; from a lowest value of 1 µs the unit was 512
 // ns, 2.4 % at 21 µs), and an open loop's backlog of minutes is still
-// recorded (clamped at ten minutes, and counted), at ~250 KB per worker.
+// recorded (clamped at ten minutes), at ~250 KB per worker.
 const (
 	histLowest  = 1
 	histHighest = int64(10 * time.Minute)
