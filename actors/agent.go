@@ -72,8 +72,14 @@ type agentActor struct {
 	pendingBuf []byte   // the chunk pending's newest events are in
 	pendingKV  []persist.KV
 	queuedAt   time.Time // when the oldest of pending and pendingKV was queued
-	writeArmed bool      // a writeTurn is on its way
-	appending  bool      // an append is in flight
+	// With Config.ClaimsAtAppend: cut marks where the pending writes end
+	// that were queued before the first one claiming a unique key, which
+	// go to the log as a batch of their own (takeBatch), and claimGen is
+	// the generation of the last claiming write queued (see claims).
+	cut        *batchCut
+	claimGen   uint64
+	writeArmed bool // a writeTurn is on its way
+	appending  bool // an append is in flight
 	waiters    []waiter
 	answering  []waiter // onCommitted's, reused: the waiters a commit answers
 	broken     bool     // an append failed: the in-memory state may be ahead of disk
@@ -287,7 +293,7 @@ func (x *agentActor) serve(ctx actor.Context, q *request) {
 		ctx.Send(ctx.Self(), &stepTurn{req: q})
 		return
 	}
-	if q.early && verdict == nil && !q.hold && !x.reg.cfg.DurableSelect {
+	if q.early && verdict == nil && !q.hold && !x.reg.cfg.DurableSelect && x.claimGen <= x.durableGen {
 		x.answerEarly(ctx, q, kvs)
 		return
 	}
@@ -407,6 +413,7 @@ func (x *agentActor) enqueue(events []engine.Event, kvs []persist.KV) []persist.
 	}
 	x.pendingKV = append(x.pendingKV, kvs...)
 	x.gen++
+	x.claims(events, n)
 	if len(events) > 0 && x.snapDue.IsZero() {
 		x.snapDue = x.reg.cfg.Now().Add(x.reg.cfg.SnapshotInterval)
 	}
@@ -462,12 +469,11 @@ func (x *agentActor) maybeAppend(ctx actor.Context) {
 }
 
 func (x *agentActor) startAppend(ctx actor.Context) {
-	b := x.takeBatch()
+	b, gen := x.takeBatch()
 	last := x.durable
 	if len(b.Events) > 0 {
 		last = b.First + uint64(len(b.Events)) - 1
 	}
-	gen := x.gen
 	x.appending = true
 	x.reg.metrics.batchEvents.Observe(float64(len(b.Events)))
 	if n := int64(len(x.waiters)); n > 0 && x.entry.inflight.Load() == n && !x.entry.mailbox.onCaller {
@@ -498,10 +504,51 @@ func (x *agentActor) startAppend(ctx actor.Context) {
 // while no append is in flight, so every event after the durable mark is
 // pending, in order: the batch starts right after that mark. (A batch of
 // directory entries only has no events; its First is unused.)
-func (x *agentActor) takeBatch() persist.Batch {
+func (x *agentActor) takeBatch() (persist.Batch, uint64) {
+	if c := x.cut; c != nil {
+		// The writes before the first claim leave alone; the rest stay
+		// queued for the next batch (their chunks are shared: pendingBuf
+		// stays).
+		x.cut = nil
+		b := persist.Batch{Agent: x.agentID, First: x.durable + 1, Events: x.pending[:c.events:c.events],
+			Index: x.pendingKV[:c.kvs:c.kvs]}
+		x.pending, x.pendingKV = x.pending[c.events:], x.pendingKV[c.kvs:]
+		return b, c.gen
+	}
 	b := persist.Batch{Agent: x.agentID, First: x.durable + 1, Events: x.pending, Index: x.pendingKV}
 	x.pending, x.pendingBuf, x.pendingKV = nil, nil, nil
-	return b
+	return b, x.gen
+}
+
+// batchCut is where the queued writes before a claiming one end.
+type batchCut struct {
+	events, kvs int
+	gen         uint64
+}
+
+// claims notes, with Config.ClaimsAtAppend (a cluster's store), a write
+// just queued that claims a unique key (a run's external id, an
+// Idempotency-Key record): such a store decides the claim only when the
+// batch is appended, and refuses the whole batch when another node's write
+// holds the key. A run answered before its append (answerEarly) must not
+// share a batch with a claim that may lose: the writes queued before the
+// claiming one leave as a batch of their own (cut), and none after it is
+// answered early until it is durable (claimGen). Without this, runs
+// answered 201 were lost with a batch whose claim lost a race with another
+// node's. events and kvs are what the write queued: the last ones of
+// pending and pendingKV.
+func (x *agentActor) claims(events []engine.Event, kvs int) {
+	if !x.reg.cfg.ClaimsAtAppend {
+		return
+	}
+	if !slices.ContainsFunc(x.pendingKV[kvs:], func(kv persist.KV) bool { return kv.Unique }) {
+		return
+	}
+	x.claimGen = x.gen
+	before := len(x.pending) - len(events)
+	if x.cut == nil && (before > 0 || kvs > 0) {
+		x.cut = &batchCut{events: before, kvs: kvs, gen: x.gen - 1}
+	}
 }
 
 // A batch's first chunk of encoded events holds a few of the usual size
@@ -689,12 +736,16 @@ func (x *agentActor) drain(ctx actor.Context) {
 			x.durable, x.durableGen = x.lastAppend.last, x.lastAppend.gen
 		}
 	}
-	if !x.broken && x.held == 0 && x.gen > x.durableGen {
-		gen := x.gen
-		if err := x.reg.store.Append(x.takeBatch()); err != nil {
+	// Twice when a cut splits the queued writes (see claims).
+	for !x.broken && x.held == 0 && x.gen > x.durableGen {
+		b, gen := x.takeBatch()
+		if err := x.reg.store.Append(b); err != nil {
 			x.broken = true
-		} else {
-			x.durableGen = gen // the actor stops: only the waiters read it now
+			break
+		}
+		x.durableGen = gen // the actor stops: only the waiters read it now
+		if len(b.Events) > 0 {
+			x.durable = b.First + uint64(len(b.Events)) - 1
 		}
 	}
 	keep := x.waiters[:0]

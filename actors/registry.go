@@ -58,6 +58,11 @@ type Config struct {
 	// write. Off, a new run is answered as soon as it is decided (see
 	// agentActor.answerEarly for what a crash can then lose).
 	DurableSelect bool
+	// ClaimsAtAppend says that the store decides a batch's unique keys
+	// when it is appended, refusing the whole batch when another writer
+	// holds one (a cluster's store): a run answered early then never
+	// shares a batch with a write claiming one (see agentActor.claims).
+	ClaimsAtAppend bool
 	// SelectSyncWindow is how long writes that no request waits for
 	// (selections) may wait before they are appended and synced (see
 	// agentActor.maybeAppend): default 5 ms; negative, no wait.

@@ -214,24 +214,17 @@ func (s *Server) start() (err error) {
 		selectWindow time.Duration // the default
 	)
 	recoveries := 0 // the default: GOMAXPROCS at once
-	durableSelect := cfg.DurableSelect
 	if s.cluster != nil {
 		serves = s.cluster.serves
 		// Other nodes find a run only once its append has reached the
 		// directory, so a selection does not wait to be appended.
 		selectWindow = -1
 		recoveries = -1 // loads wait on JetStream, not on the CPU
-		// A cluster's append can be refused where a single node's cannot:
-		// an external id claimed at once by an agent of another node
-		// loses in the directory, with its whole batch. A selection
-		// answered before its append was then acknowledged and lost, and
-		// so were the runs batched with it; answered after, they are 503.
-		durableSelect = true
 	}
 	s.registry = actors.New(actors.Config{Store: store, SnapshotEvery: cfg.SnapshotEvery,
 		SnapshotInterval: cfg.SnapshotInterval, IdleTimeout: cfg.IdleTimeout, MailboxLimit: cfg.MailboxLimit,
-		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: durableSelect, Serves: serves, SelectSyncWindow: selectWindow,
-		Recoveries: recoveries})
+		Now: cfg.Now, Logger: cfg.Logger, DurableSelect: cfg.DurableSelect, Serves: serves, SelectSyncWindow: selectWindow,
+		Recoveries: recoveries, ClaimsAtAppend: s.cluster != nil})
 	// NATS comes first: the service resumes pending judged rewards, whose
 	// judges it asks over NATS, as soon as it is ready.
 	if s.cluster == nil {
