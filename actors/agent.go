@@ -527,18 +527,22 @@ type batchCut struct {
 }
 
 // claims notes, with Config.ClaimsAtAppend (a cluster's store), a write
-// just queued that claims a unique key (a run's external id, an
-// Idempotency-Key record): such a store decides the claim only when the
-// batch is appended, and refuses the whole batch when another node's write
-// holds the key. A run answered before its append (answerEarly) must not
-// share a batch with a claim that may lose: the writes queued before the
-// claiming one leave as a batch of their own (cut), and none after it is
-// answered early until it is durable (claimGen). Without this, runs
-// answered 201 were lost with a batch whose claim lost a race with another
-// node's. events and kvs are what the write queued: the last ones of
-// pending and pendingKV.
+// just queued whose events claim a unique key (a run's external id): such
+// a store decides the claim only when the batch is appended, and refuses
+// the whole batch when another node's write holds the key. A run answered
+// before its append (answerEarly) must not share a batch with a claim that
+// may lose: the writes queued before the claiming one leave as a batch of
+// their own (cut), and none after it is answered early until it is
+// durable (claimGen). Without this, runs answered 201 were lost with a
+// batch whose claim lost a race with another node's. events are the
+// write's (the last of pending), kvs the directory entries queued before
+// it.
 func (x *agentActor) claims(events []engine.Event, kvs int) {
-	if !x.reg.cfg.ClaimsAtAppend {
+	// Only the keys a write's events claim (a run's external id) can meet
+	// another node's: an Idempotency-Key record's key names its target,
+	// and one target is one node's. A held write's records, queued after
+	// its events, must also stay in their batch.
+	if !x.reg.cfg.ClaimsAtAppend || len(events) == 0 {
 		return
 	}
 	if !slices.ContainsFunc(x.pendingKV[kvs:], func(kv persist.KV) bool { return kv.Unique }) {
