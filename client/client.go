@@ -73,7 +73,7 @@ func defaults() options {
 		workspace:      "default",
 		timeout:        30 * time.Second,
 		attemptTimeout: 10 * time.Second,
-		maxAttempts:    5,
+		maxAttempts:    8, // the waits add up to about 5 s: a server's restart
 		backoff:        50 * time.Millisecond,
 		maxBackoff:     2 * time.Second,
 		maxWait:        30 * time.Second,
@@ -104,7 +104,9 @@ func Timeout(d time.Duration) Option { return func(o *options) { o.timeout = d }
 // error. The server answers within its request deadline (5s) or with 503.
 func AttemptTimeout(d time.Duration) Option { return func(o *options) { o.attemptTimeout = d } }
 
-// MaxAttempts bounds the attempts of one call (default 5; 1 never retries).
+// MaxAttempts bounds the attempts of one call (default 8, whose waits add
+// up to about 5 s, enough to ride out a server's restart; 1 never
+// retries).
 func MaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = max(n, 1) } }
 
 // Backoff sets the wait before the first retry and its cap: each retry

@@ -12,7 +12,7 @@
 // retried on transport errors, on 503 and on 409 idempotency_in_progress
 // (the earlier attempt is still running); reads on transport errors and
 // 503. Waits double from 50ms up to 2s, and a Retry-After is honoured up to
-// MaxWait; the call gives up at MaxAttempts (5), or when the context's
+// MaxWait; the call gives up at MaxAttempts (8), or when the context's
 // deadline would pass before the next attempt, with the last error.
 //
 // What the NATS door does not serve (reading a judged reward, creating

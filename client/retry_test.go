@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/plaudit/plaudit/client"
+	"github.com/plaudit/plaudit/internal/freeport"
 	"github.com/plaudit/plaudit/persist/faultfs"
 	"github.com/plaudit/plaudit/server"
 )
@@ -345,5 +346,35 @@ func (p *lossyProxy) serveNATS(client net.Conn, lose bool) {
 		if _, err := client.Write(chunk); err != nil {
 			return
 		}
+	}
+}
+
+// TestACallRidesOutARestart: with the default retries, a call made while
+// the server is down (a restart) succeeds once the server is back a second
+// later; five attempts gave up after 0.75 s.
+func TestACallRidesOutARestart(t *testing.T) {
+	addrs, err := freeport.Addrs(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	c := client.NewHTTP("http://"+addrs[0], adminKey)
+	t.Cleanup(func() { _ = c.Close() })
+	started := make(chan *server.Server, 1)
+	time.AfterFunc(time.Second, func() {
+		s, err := server.Start(server.Config{DataDir: data, HTTPAddr: addrs[0], NATSListen: addrs[1], BootstrapKey: adminKey})
+		if err != nil {
+			t.Error(err)
+			close(started)
+			return
+		}
+		started <- s
+	})
+	_, err = c.CreateAgent(context.Background(), client.AgentRequest{Name: "after-restart"})
+	if s := <-started; s != nil {
+		t.Cleanup(func() { _ = s.Close() })
+	}
+	if err != nil {
+		t.Fatalf("a call while the server starts a second later: %v", err)
 	}
 }
