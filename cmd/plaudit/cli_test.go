@@ -177,12 +177,12 @@ func TestServeReadsTheEnvironment(t *testing.T) {
 			"PLAUDIT_HTTP": "127.0.0.1:9090", "PLAUDIT_NATS_LISTEN": "127.0.0.1:4333", "PLAUDIT_DATA": "/srv/plaudit",
 			"PLAUDIT_MAX_BODY": "2048", "PLAUDIT_BODY_TIMEOUT": "3s", "PLAUDIT_DURABLE_SELECT": "true",
 			"PLAUDIT_BALLAST_BYTES": "-1", "PLAUDIT_NATS_URL": "nats://x:4222", "PLAUDIT_LOG_LEVEL": "debug",
-			"PLAUDIT_BOOTSTRAP_KEY": "boot-key",
+			"PLAUDIT_BOOTSTRAP_KEY": "boot-key-0123456789",
 		})
 		cfg := got.config()
 		if cfg.HTTPAddr != "127.0.0.1:9090" || cfg.NATSListen != "127.0.0.1:4333" || cfg.DataDir != "/srv/plaudit" ||
 			cfg.MaxBody != 2048 || cfg.BodyTimeout != 3*time.Second || !cfg.DurableSelect || cfg.BallastBytes != -1 ||
-			cfg.NATSURL != "nats://x:4222" || got.LogLevel != "debug" || cfg.BootstrapKey != "boot-key" {
+			cfg.NATSURL != "nats://x:4222" || got.LogLevel != "debug" || cfg.BootstrapKey != "boot-key-0123456789" {
 			t.Fatalf("from the environment: %+v", cfg)
 		}
 	})
@@ -204,4 +204,14 @@ func TestServeReadsTheEnvironment(t *testing.T) {
 			t.Fatalf("exit %d, %q", code, stderr)
 		}
 	})
+}
+
+// TestAShortBootstrapKeyIsRefused: keys are random, 128 bits or more; a
+// chosen admin key too short to be one is refused before anything starts.
+func TestAShortBootstrapKeyIsRefused(t *testing.T) {
+	t.Setenv("PLAUDIT_BOOTSTRAP_KEY", "x")
+	code, _, stderr := runArgs("serve", "--data", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "PLAUDIT_BOOTSTRAP_KEY: at least 16 characters") {
+		t.Fatalf("exit %d, stderr %q; want 1 naming PLAUDIT_BOOTSTRAP_KEY", code, stderr)
+	}
 }

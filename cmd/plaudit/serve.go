@@ -77,6 +77,9 @@ func (c serveCmd) cluster() *server.ClusterConfig {
 		ClaimWindow: c.ClaimWindow}
 }
 
+// minBootstrapKey is the shortest PLAUDIT_BOOTSTRAP_KEY taken.
+const minBootstrapKey = 16
+
 // Validate refuses a cluster flag without the others it needs.
 func (c serveCmd) Validate() error {
 	// An address given empty (PLAUDIT_HTTP= in an environment file) would
@@ -86,6 +89,11 @@ func (c serveCmd) Validate() error {
 	}
 	if strings.TrimSpace(c.Data) == "" {
 		return errors.New("--data: a directory is needed")
+	}
+	// Keys are random, 128 bits or more (the contract); a chosen admin key
+	// shorter than 16 characters cannot be, whatever it holds.
+	if k := os.Getenv("PLAUDIT_BOOTSTRAP_KEY"); k != "" && len(k) < minBootstrapKey {
+		return fmt.Errorf("PLAUDIT_BOOTSTRAP_KEY: at least %d characters (pl_$(openssl rand -hex 24), say)", minBootstrapKey)
 	}
 	routed := c.NATSClusterListen != "" || len(c.NATSRoutes) > 0
 	if c.Cluster == "" {
