@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -118,7 +117,7 @@ func (d *Door) expect(ctx *fasthttp.RequestCtx) int {
 	switch {
 	case ctx.Request.Header.ContentLength() > d.cfg.MaxBody:
 		err = d.tooLarge()
-	case ownPath(path):
+	case d.own(ctx, path) != nil:
 		return fasthttp.StatusContinue // its handler decides (the console signs in with a cookie)
 	default:
 		_, err = d.svc.Tenancy().AuthenticateHeader(ctx.Request.Header.Peek("Authorization"))
@@ -130,14 +129,6 @@ func (d *Door) expect(ctx *fasthttp.RequestCtx) int {
 	resp := d.svc.Error(req, err)
 	write(ctx, resp)
 	return resp.Status
-}
-
-// ownPath reports whether path is one the door serves itself, before any
-// key is checked (Handle): health, metrics, the OpenAPI document, the
-// backup, the console.
-func ownPath(path string) bool {
-	return path == "/healthz" || path == "/metrics" || path == "/openapi.json" || path == backupPath ||
-		path == "/" || path == "/ui" || strings.HasPrefix(path, uiPrefix)
 }
 
 // A request refused with its body unread (no key, too large, no route) is

@@ -168,36 +168,8 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		Door: api.DoorHTTP, Arrived: time.Now()}
 	// Every answer carries it, the console's and /metrics' too.
 	ctx.Response.Header.Set("X-Request-Id", req.RequestID)
-	switch {
-	case path == "/healthz":
-		write(ctx, d.svc.Health())
-		return
-	case path == "/metrics" && d.metrics != nil:
-		if !ctx.IsGet() {
-			ctx.Response.Header.Set("Allow", fasthttp.MethodGet)
-			write(ctx, d.svc.Error(req, fmt.Errorf("%s /metrics: %w", ctx.Method(), api.ErrMethodNotAllowed)))
-			return
-		}
-		if d.bufferBody(ctx, req) {
-			d.metrics(ctx)
-		}
-		return
-	case path == backupPath && d.cfg.Backup != nil:
-		d.serveBackup(ctx, req)
-		return
-	case path == "/openapi.json":
-		d.serveOpenAPI(ctx, req)
-		return
-	case d.ui != nil && strings.HasPrefix(path, uiPrefix):
-		if d.bufferBody(ctx, req) {
-			d.ui(ctx)
-		}
-		return
-	case d.ui != nil && (path == "/" || path == "/ui") && (ctx.IsGet() || ctx.IsHead()):
-		// Relative: fasthttp's Redirect writes an absolute URL built from
-		// the Host header, which a cache could keep for someone else.
-		ctx.Response.Header.Set("Location", uiPrefix)
-		ctx.SetStatusCode(fasthttp.StatusFound)
+	if serve := d.own(ctx, path); serve != nil {
+		serve(ctx, req)
 		return
 	}
 	if err := d.admit(ctx, req, path); err != nil {
@@ -211,6 +183,55 @@ func (d *Door) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	write(ctx, d.svc.Handle(req))
+}
+
+// own returns the handler of a request the door serves itself, with no
+// key checked first (health, metrics, the OpenAPI document, the backup,
+// which checks its own, and the console, which signs in with a cookie),
+// or nil for an API request. Handle and expect both ask it.
+func (d *Door) own(ctx *fasthttp.RequestCtx, path string) func(*fasthttp.RequestCtx, *api.Request) {
+	switch {
+	case path == "/healthz":
+		return d.serveHealth
+	case path == "/metrics" && d.metrics != nil:
+		return d.serveMetrics
+	case path == backupPath && d.cfg.Backup != nil:
+		return d.serveBackup
+	case path == "/openapi.json":
+		return d.serveOpenAPI
+	case d.ui != nil && strings.HasPrefix(path, uiPrefix):
+		return d.serveUI
+	case d.ui != nil && (path == "/" || path == "/ui") && (ctx.IsGet() || ctx.IsHead()):
+		return redirectToUI
+	}
+	return nil
+}
+
+func (d *Door) serveHealth(ctx *fasthttp.RequestCtx, _ *api.Request) { write(ctx, d.svc.Health()) }
+
+func (d *Door) serveMetrics(ctx *fasthttp.RequestCtx, req *api.Request) {
+	if !ctx.IsGet() {
+		ctx.Response.Header.Set("Allow", fasthttp.MethodGet)
+		write(ctx, d.svc.Error(req, fmt.Errorf("%s /metrics: %w", ctx.Method(), api.ErrMethodNotAllowed)))
+		return
+	}
+	if d.bufferBody(ctx, req) {
+		d.metrics(ctx)
+	}
+}
+
+func (d *Door) serveUI(ctx *fasthttp.RequestCtx, req *api.Request) {
+	if d.bufferBody(ctx, req) {
+		d.ui(ctx)
+	}
+}
+
+// redirectToUI sends / and /ui to the console. Relative: fasthttp's
+// Redirect writes an absolute URL built from the Host header, which a
+// cache could keep for someone else.
+func redirectToUI(ctx *fasthttp.RequestCtx, _ *api.Request) {
+	ctx.Response.Header.Set("Location", uiPrefix)
+	ctx.SetStatusCode(fasthttp.StatusFound)
 }
 
 // serveOpenAPI answers GET /openapi.json with the door's OpenAPI document,
