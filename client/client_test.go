@@ -310,6 +310,69 @@ func TestNATSAuthorizationHeader(t *testing.T) {
 	}
 }
 
+// TestARevokedKeyIs401OnBothDoors: once its key is revoked, a client's
+// calls fail with the 401 HTTP answers, on NATS too (the server closes the
+// key's connections and refuses their reconnects), not with a transport
+// error retried until the call's time runs out.
+func TestARevokedKeyIs401OnBothDoors(t *testing.T) {
+	s := startServer(t, server.Config{})
+	h, agent, _ := setup(t, s)
+	ctx := context.Background()
+	var key struct{ ID, Key string }
+	if err := h.Do(ctx, "POST", "/v1/workspaces/default/api-keys", map[string]string{"name": "runner"}, &key); err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewHTTP("http://"+s.HTTPAddr(), key.Key)
+	defer c.Close()
+	n, err := client.DialNATS(s.NATSURL(), key.Key, client.Timeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	for _, c := range []*client.Client{c, n} {
+		if _, err := c.Select(ctx, agent, client.SelectRequest{}); err != nil {
+			t.Fatalf("before the revocation: %v", err)
+		}
+	}
+	if err := h.Do(ctx, "DELETE", "/v1/workspaces/default/api-keys/"+key.ID, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []*client.Client{c, n, n} {
+		_, err := c.Select(ctx, agent, client.SelectRequest{})
+		var e *client.Error
+		if !errors.As(err, &e) || e.Status != http.StatusUnauthorized || e.Code != "unauthenticated" {
+			t.Fatalf("call %d after the revocation: err = %v, want 401 unauthenticated", i, err)
+		}
+	}
+}
+
+// TestDoWithAnIdempotencyKey: Do sends the caller's key, so the same call
+// again, from another client, replays the first answer, and another body
+// under the key is refused.
+func TestDoWithAnIdempotencyKey(t *testing.T) {
+	s := startServer(t, server.Config{})
+	ctx := context.Background()
+	key := client.WithIdempotencyKey("create-support-" + client.NewKey())
+	var first, again struct{ ID string }
+	for _, out := range []*struct{ ID string }{&first, &again} {
+		c := client.NewHTTP("http://"+s.HTTPAddr(), adminKey)
+		if err := c.Do(ctx, "POST", "/api/v1/agents", map[string]any{"name": "support"}, out, key); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Close()
+	}
+	if first.ID == "" || again.ID != first.ID {
+		t.Fatalf("the same keyed call twice made agents %q and %q, want one", first.ID, again.ID)
+	}
+	c := client.NewHTTP("http://"+s.HTTPAddr(), adminKey)
+	defer c.Close()
+	err := c.Do(ctx, "POST", "/api/v1/agents", map[string]any{"name": "billing"}, nil, key)
+	var e *client.Error
+	if !errors.As(err, &e) || e.Status != http.StatusConflict || e.Code != "idempotency_key_reused" {
+		t.Fatalf("another body under the key: err = %v, want 409 idempotency_key_reused", err)
+	}
+}
+
 // TestDeadlineWithoutServer: a call to a door nobody answers gives up by
 // its context's deadline, with the transport error.
 func TestDeadlineWithoutServer(t *testing.T) {

@@ -78,6 +78,9 @@ func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 	if d.auth != "" {
 		msg.Header.Set("Authorization", d.auth)
 	}
+	if err := d.refused(cl); err != nil {
+		return answer{}, err
+	}
 	rep, err := d.nc.RequestMsgWithContext(ctx, msg)
 	if errors.Is(err, nats.ErrMaxPayload) {
 		// Refused before it left, as the door refuses a body over
@@ -86,6 +89,9 @@ func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 			Message: fmt.Sprintf("%s: the request (%d bytes) is over the connection's max_payload (%d)", cl.describe(), len(msg.Data), d.nc.MaxPayload())}
 	}
 	if err != nil {
+		if refused := d.refused(cl); refused != nil {
+			return answer{}, refused
+		}
 		return answer{}, err
 	}
 	a := answer{status: 200, body: rep.Data, requestID: rep.Header.Get("X-Request-Id"),
@@ -98,6 +104,22 @@ func (d *natsDoor) send(ctx context.Context, cl *call, body []byte, key string) 
 		a.status, a.message = n, rep.Header.Get(natsError)
 	}
 	return a, nil
+}
+
+// refused is the 401 of a connection the server no longer lets in: a
+// revoked key loses its connections, and their reconnects are refused as an
+// authorization violation (nats.go closes the connection after the second).
+// The HTTP door answers such a key 401; a retry cannot cure it.
+func (d *natsDoor) refused(cl *call) error {
+	if d.nc.IsConnected() {
+		return nil
+	}
+	err := d.nc.LastError()
+	if !errors.Is(err, nats.ErrAuthorization) && !errors.Is(err, nats.ErrAuthRevoked) && !errors.Is(err, nats.ErrAuthExpired) {
+		return nil
+	}
+	return &Error{Status: http.StatusUnauthorized, Code: "unauthenticated",
+		Message: fmt.Sprintf("%s: the NATS server refuses the connection's key (%v)", cl.describe(), err)}
 }
 
 func (d *natsDoor) close() error {

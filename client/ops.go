@@ -96,10 +96,29 @@ func (c *Client) CreateAgent(ctx context.Context, req AgentRequest) (*Agent, err
 
 // Do calls any HTTP route: in (nil for none) is sent as JSON, a success is
 // decoded into out (nil to discard it). A POST or PUT carries an
-// Idempotency-Key and is retried under it like the typed writes. HTTP only.
-func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	write := method == http.MethodPost || method == http.MethodPut
-	return c.do(ctx, &call{method: method, path: path, in: in, write: write, out: out})
+// Idempotency-Key (WithIdempotencyKey's, or a generated one) and is retried
+// under it like the typed writes. HTTP only.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any, opts ...CallOption) error {
+	cl := &call{method: method, path: path, in: in, out: out,
+		write: method == http.MethodPost || method == http.MethodPut}
+	for _, o := range opts {
+		o(cl)
+	}
+	return c.do(ctx, cl)
+}
+
+// CallOption configures one call of Do.
+type CallOption func(*call)
+
+// WithIdempotencyKey makes key a POST's or PUT's Idempotency-Key, on every
+// attempt: a repeat of the call under the same key, even from another
+// process, is a replay of the first. Other methods take no key.
+func WithIdempotencyKey(key string) CallOption {
+	return func(cl *call) {
+		if cl.write {
+			cl.key = key
+		}
+	}
 }
 
 // seg escapes one path segment.
