@@ -229,6 +229,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	if url, err := chromedp.Run(ctx, chromedp.Location()); err != nil || !strings.Contains(url, "/runs/"+moved["run_id"].(string)) {
 		t.Errorf("the moved run's link leads to %s (%v), want run %s", url, err, moved["run_id"])
 	}
+	// Back shows the draft's preview again: the form's answer was a
+	// redirect to a page, not a page the browser must post again for.
+	// (Asked with script: chromedp's queries lose track of a document
+	// the browser restores from its back-forward cache.)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`history.back(), 0`)); err != nil {
+		t.Fatalf("back: %v", err)
+	}
+	var back struct{ URL, Mean string }
+	for range 100 {
+		back, _ = chromedp.Run(ctx, chromedp.Evaluate[struct{ URL, Mean string }](`({URL: location.href,
+			Mean: (document.querySelector('#preview [data-side="draft"] [data-field="mean"]') || {}).textContent || ""})`))
+		if back.Mean != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if mean := num(want["draft"].(map[string]any)["mean"].(float64)); !strings.Contains(back.URL, "/objective?draft=") || back.Mean != mean {
+		t.Errorf("back from the moved run: %s showing a draft mean of %q, want the draft's page showing %q", back.URL, back.Mean, mean)
+	}
 
 	// Judged answers: per task version, the mean and the bars of the
 	// summary the API answers.

@@ -383,6 +383,10 @@ type objectiveRow struct {
 }
 
 func (c *Console) objectivePage(w http.ResponseWriter, r *http.Request, s *session) {
+	if t := r.URL.Query().Get("draft"); t != "" {
+		c.draftPage(w, r, s, t)
+		return
+	}
 	data, err := c.objectiveData(s, r, r.PathValue("agent"))
 	if err != nil {
 		c.fail(w, r, s, err)

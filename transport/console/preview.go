@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,11 +58,38 @@ type previewView struct {
 // movedShown is how many of the runs that moved most the panel lists.
 const movedShown = 10
 
-// previewDraft answers the panel's form: the objective page with the
-// preview's result, or with the service's refusal next to the form.
+// previewDraft takes the panel's form: the draft is kept in the session,
+// and the browser sent to the objective page that shows it (see
+// draftPage), so the page it lands on can be reloaded and gone back to.
 func (c *Console) previewDraft(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("agent")
 	form := draftForm{Definition: r.PostFormValue("definition"), Version: strings.TrimSpace(r.PostFormValue("version"))}
+	to := Prefix + "agents/" + url.PathEscape(id) + "/objective"
+	if t := c.sessions.keepDraft(s.id, id, form); t != "" {
+		to += "?draft=" + t + "#try-draft"
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// draftPage is the objective page with a kept draft tried again: the
+// preview's result, or the service's refusal (400) next to the form. A
+// draft the session no longer keeps (signed in again, or a restart) leaves
+// the form prefilled with the current definition and says so.
+func (c *Console) draftPage(w http.ResponseWriter, r *http.Request, s *session, token string) {
+	id := r.PathValue("agent")
+	data, err := c.objectiveData(s, r, id)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	form, ok := c.sessions.draft(s.id, id, token)
+	if !ok {
+		d := data["Draft"].(draftForm)
+		d.Error = "That draft is no longer kept (drafts are kept per session, the last " + strconv.Itoa(maxDrafts) + "): try it again."
+		data["Draft"] = d
+		c.render(w, r, s, http.StatusOK, "objective", data)
+		return
+	}
 	status := http.StatusOK
 	var view *previewView
 	p, err := c.preview(s, id, form)
@@ -71,11 +100,6 @@ func (c *Console) previewDraft(w http.ResponseWriter, r *http.Request, s *sessio
 	case asErr(err, &e) && e.status == http.StatusBadRequest:
 		status, form.Error = http.StatusBadRequest, e.message
 	default:
-		c.fail(w, r, s, err)
-		return
-	}
-	data, err := c.objectiveData(s, r, id)
-	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}

@@ -27,7 +27,9 @@ var (
 // TestTryDraft posts drafts from the objective page's panel: a good one
 // shows the service's preview (both summaries, the runs that moved most),
 // a bad one the service's field path beside the kept text, and a form
-// without the session's token is refused.
+// without the session's token is refused. The post is answered with a
+// redirect to a page that shows the draft (so Back and reload do not send
+// the form again), which only the session that tried it can see.
 func TestTryDraft(t *testing.T) {
 	e := start(t)
 	s := e.seed()
@@ -56,9 +58,18 @@ func TestTryDraft(t *testing.T) {
 			body["version"] = version
 		}
 		want := e.api(adminKey, 200, "POST", "/api/v1/agents/"+s.agent+"/objective/preview", body)
-		p = b.do("POST", post, map[string]string{"csrf": b.csrf, "definition": reweighted, "version": version}, nil)
+		shown := b.tryDraft(post, map[string]string{"csrf": b.csrf, "definition": reweighted, "version": version})
+		p = b.get(shown)
 		if p.status != 200 {
 			t.Fatalf("preview %q: %d", version, p.status)
+		}
+		if again := b.get(shown); again.status != 200 || len(sideRE.FindAllString(again.body, -1)) != 2 {
+			t.Fatalf("preview %q shown again (Back, reload): %d, %d summaries", version, again.status, len(sideRE.FindAllString(again.body, -1)))
+		}
+		other := e.browser()
+		other.signIn(adminKey)
+		if o := other.get(shown); strings.Contains(o.body, `id="preview"`) || !strings.Contains(o.body, "no longer kept") {
+			t.Errorf("preview %q: another session sees the draft (or no word that it is not kept): %d", version, o.status)
 		}
 		sides := sideRE.FindAllStringSubmatch(p.body, -1)
 		if len(sides) != 2 || sides[0][1] != "current" || sides[1][1] != "draft" {
@@ -110,7 +121,7 @@ func TestTryDraft(t *testing.T) {
 		{"not JSON", `{"terms": [`, "definition: is not JSON"},
 	}
 	for _, c := range cases {
-		p := b.do("POST", post, map[string]string{"csrf": b.csrf, "definition": c.draft}, nil)
+		p := b.get(b.tryDraft(post, map[string]string{"csrf": b.csrf, "definition": c.draft}))
 		shown := regexp.MustCompile(`<p class="error" role="alert" id="draft-error">([^<]*)</p>`).FindStringSubmatch(p.body)
 		if p.status != http.StatusBadRequest || shown == nil || !strings.HasPrefix(html.UnescapeString(shown[1]), c.message) {
 			t.Errorf("%s: %d, error %v, want 400 with %q", c.name, p.status, shown, c.message)
@@ -125,6 +136,18 @@ func TestTryDraft(t *testing.T) {
 	if !strings.HasPrefix(apiErr, "definition.terms[1].agg") {
 		t.Errorf("the service's message %q names no field path", apiErr)
 	}
+}
+
+// tryDraft posts the draft panel's form and returns the page it redirects
+// to, without its fragment.
+func (b *browser) tryDraft(post string, form map[string]string) string {
+	b.t.Helper()
+	p := b.do("POST", post, form, nil)
+	loc, _, _ := strings.Cut(p.header.Get("Location"), "#")
+	if p.status != http.StatusSeeOther || !strings.Contains(loc, "?draft=") {
+		b.t.Fatalf("draft posted: %d → %q, want 303 to the page showing it", p.status, p.header.Get("Location"))
+	}
+	return loc
 }
 
 func jsonEqual(t *testing.T, a, b string) bool {

@@ -33,7 +33,20 @@ type session struct {
 
 	principal tenancy.Principal // set per request by signedIn
 	renew     bool              // set by get: the cookie is due to be sent again
+
+	drafts []keptDraft // the drafts tried last, oldest first; read under sessions.mu
 }
+
+// keptDraft is a draft tried from an objective page, kept in its session
+// so that the page showing its preview is a GET (POST, then redirect):
+// Back and reload show it again instead of asking to send the form again.
+type keptDraft struct {
+	token, agent string
+	form         draftForm
+}
+
+// maxDrafts is how many tried drafts a session keeps, the newest.
+const maxDrafts = 4
 
 // sessions are kept in memory, so a restart signs everyone out: a session
 // holds an API key, and keeping keys on disk beside their hashes would
@@ -109,6 +122,39 @@ func (ss *sessions) create(key, pool string) *session {
 	ss.byID[s.id] = s
 	cp := *s
 	return &cp
+}
+
+// keepDraft keeps a draft tried on agent in the session with that id and
+// returns the token the page showing it is asked with; "" when the
+// session is gone.
+func (ss *sessions) keepDraft(id, agent string, form draftForm) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.byID[id]
+	if s == nil {
+		return ""
+	}
+	if len(s.drafts) >= maxDrafts {
+		s.drafts = append(s.drafts[:0:0], s.drafts[len(s.drafts)-maxDrafts+1:]...)
+	}
+	t := token()[:24]
+	s.drafts = append(s.drafts, keptDraft{token: t, agent: agent, form: form})
+	return t
+}
+
+// draft returns the draft the session with that id keeps for agent under
+// token.
+func (ss *sessions) draft(id, agent, token string) (draftForm, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s := ss.byID[id]; s != nil {
+		for _, d := range s.drafts {
+			if d.token == token && d.agent == agent {
+				return d.form, true
+			}
+		}
+	}
+	return draftForm{}, false
 }
 
 // end forgets the session with that id.

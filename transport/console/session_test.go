@@ -1,6 +1,7 @@
 package console
 
 import (
+	"strconv"
 	"testing"
 	"time"
 )
@@ -57,5 +58,31 @@ func TestSessionsExpireAndStayBounded(t *testing.T) {
 	ss.end(b.id)
 	if ss.get(b.id) != nil {
 		t.Error("an ended session is still found")
+	}
+}
+
+// TestSessionsKeepTheirLastDrafts: a session keeps its last maxDrafts
+// drafts, each found only by its agent and token, and none once it ends.
+func TestSessionsKeepTheirLastDrafts(t *testing.T) {
+	ss := newSessions(time.Hour, 2, time.Now)
+	s := ss.create("key", "ws")
+	var tokens []string
+	for i := range maxDrafts + 1 {
+		tokens = append(tokens, ss.keepDraft(s.id, "agt_a", draftForm{Definition: strconv.Itoa(i)}))
+	}
+	if _, ok := ss.draft(s.id, "agt_a", tokens[0]); ok {
+		t.Errorf("the oldest of %d drafts is still kept", maxDrafts+1)
+	}
+	for i, tok := range tokens[1:] {
+		if d, ok := ss.draft(s.id, "agt_a", tok); !ok || d.Definition != strconv.Itoa(i+1) {
+			t.Errorf("draft %d: %+v, %v", i+1, d, ok)
+		}
+	}
+	if _, ok := ss.draft(s.id, "agt_b", tokens[1]); ok {
+		t.Error("a draft is found under another agent")
+	}
+	ss.end(s.id)
+	if _, ok := ss.draft(s.id, "agt_a", tokens[1]); ok || ss.keepDraft(s.id, "agt_a", draftForm{}) != "" {
+		t.Error("an ended session still keeps drafts")
 	}
 }
