@@ -70,6 +70,7 @@ const (
 	// Seed 003: tasks, judge versions and judged rewards (GetReward above
 	// is seed 000's reward of a run).
 	CreateTask         Op = "create_task"
+	ListTasks          Op = "list_tasks"
 	GetTask            Op = "get_task"
 	GetTaskVersion     Op = "get_task_version"
 	PutJudgeVersion    Op = "put_judge_version"

@@ -52,6 +52,7 @@ var handlers = map[Op]handler{
 	GetAgentVariation:     {fn: (*call).getAgentVariation},
 
 	CreateTask:        {fn: (*call).createTask, write: true},
+	ListTasks:         {fn: (*call).listTasks},
 	GetTask:           {fn: (*call).getTask},
 	GetTaskVersion:    {fn: (*call).getTaskVersion},
 	PutJudgeVersion:   {fn: (*call).putJudgeVersion, write: true},

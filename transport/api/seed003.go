@@ -64,6 +64,34 @@ func (c *call) getTask() (result, error) {
 	return ok(append(b, "]}"...))
 }
 
+// listTasks renders the workspace's tasks by id: {"items": [{"object":
+// "task", id, current, versions, created_at (its first version's),
+// updated_at (its current version's), prompt (the current version's)}]}.
+func (c *call) listTasks() (result, error) {
+	tasks, err := c.s.judging.Tasks(c.ws)
+	if err != nil {
+		return result{}, err
+	}
+	return ok(appendItems(nil, tasks, func(b []byte, t judging.TaskSummary) []byte {
+		b = append(b, '{')
+		b = jsonw.Key(b, "object")
+		b = jsonw.String(b, "task")
+		b = jsonw.Key(b, "id")
+		b = jsonw.String(b, t.ID)
+		b = jsonw.Key(b, "current")
+		b = jsonw.String(b, t.Current.Version)
+		b = jsonw.Key(b, "versions")
+		b = jsonw.Int(b, int64(t.Versions))
+		b = jsonw.Key(b, "created_at")
+		b = jsonw.Time(b, t.CreatedAt)
+		b = jsonw.Key(b, "updated_at")
+		b = jsonw.Time(b, t.Current.CreatedAt)
+		b = jsonw.Key(b, "prompt")
+		b = jsonw.String(b, t.Current.Task.Prompt)
+		return append(b, '}')
+	}))
+}
+
 func (c *call) getTaskVersion() (result, error) {
 	tv, err := c.s.judging.TaskVersion(c.ws, c.req.Target.Task, c.req.Target.Version)
 	if err != nil {

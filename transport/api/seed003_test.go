@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -57,6 +58,28 @@ func TestSeed003TaskVersions(t *testing.T) {
 	expect(t, got, 2.0, "task", "rubric", "criteria", 0, "weight")
 	expect(t, got, "tone", "task", "rubric", "criteria", 2, "check", "judge")
 
+	// The list: by id, each with its newest version. A task whose id is
+	// the front of another's is a task of its own.
+	h.clk.Advance(1)
+	c.must(201, "POST", "/v1/tasks", `{"id": "aicme/example", "rubric": {"criteria": [{"id": "c", "check": {"type": "contains", "value": "x"}}]}}`)
+	tasks := list(t, c.must(200, "GET", "/v1/tasks", ""), "items")
+	if len(tasks) != 2 {
+		t.Fatalf("GET /v1/tasks lists %v, want 2 tasks", tasks)
+	}
+	expect(t, tasks[0], "task", "object")
+	expect(t, tasks[0], "aicme/example", "id")
+	expect(t, tasks[0], 1.0, "versions")
+	expect(t, tasks[0], "", "prompt")
+	expect(t, tasks[1], "aicme/example-001", "id")
+	expect(t, tasks[1], tv2, "current")
+	expect(t, tasks[1], 2.0, "versions")
+	expect(t, tasks[1], "Summarise the ticket.", "prompt")
+	expect(t, tasks[1], str(t, first, "created_at"), "created_at")
+	expect(t, tasks[1], str(t, second, "created_at"), "updated_at")
+	if str(t, first, "created_at") == str(t, second, "created_at") {
+		t.Fatal("both versions have one created_at: a useless test")
+	}
+
 	apiError(t, c.request("GET", "/v1/tasks/aicme/other", "", nil), 404, "not_found", "aicme/other")
 	apiError(t, c.request("GET", "/v1/tasks/aicme/example-001/versions/tv_0000000000000000", "", nil), 404, "not_found", "tv_0000000000000000")
 
@@ -64,11 +87,17 @@ func TestSeed003TaskVersions(t *testing.T) {
 	ws := str(t, c.must(201, "POST", "/v1/workspaces", `{"name": "other"}`), "id")
 	other := h.client(str(t, c.must(201, "POST", "/v1/workspaces/"+ws+"/api-keys", `{"name": "k"}`), "key"))
 	apiError(t, other.request("GET", "/v1/tasks/aicme/example-001", "", nil), 404, "not_found", "")
+	if items := list(t, other.must(200, "GET", "/v1/tasks", ""), "items"); len(items) != 0 {
+		t.Errorf("another workspace lists %v", items)
+	}
 
 	h.restart()
 	c = h.client(adminKey)
 	if task := c.must(200, "GET", "/v1/tasks/aicme/example-001", ""); len(list(t, task, "items")) != 2 {
 		t.Fatalf("after a restart: %v", task)
+	}
+	if again := list(t, c.must(200, "GET", "/v1/tasks", ""), "items"); fmt.Sprint(again) != fmt.Sprint(tasks) {
+		t.Fatalf("after a restart the list is %v, was %v", again, tasks)
 	}
 }
 

@@ -253,7 +253,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	// summary the API answers.
 	e.seedJudged()
 	judged := e.api(adminKey, 200, "GET", "/v1/tasks/acme%2Frefund/rewards/summary", nil)
-	run("judged answers", chromedp.Navigate(e.base+"/ui/tasks?id=acme%2Frefund"),
+	// The nav's "Judged answers" lists the tasks; a task's link opens its page.
+	// (A page loaded afresh first: chromedp's queries lost the document
+	// that Back restored above.)
+	run("judged answers", chromedp.Navigate(e.base+"/ui/agents"), chromedp.Click(chromedp.CSS(`nav a[href="/ui/tasks"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#tasks`)), shot("tasks"),
+		chromedp.Click(chromedp.CSS(`#tasks tbody tr:first-child a`)),
 		chromedp.WaitVisible(chromedp.CSS(`section.judged svg.histogram`)), shot("judged"))
 	for _, it := range judged["items"].([]any) {
 		v := it.(map[string]any)

@@ -190,6 +190,17 @@ type taskJSON struct {
 	} `json:"items"`
 }
 
+// taskListJSON is GET /v1/tasks.
+type taskListJSON struct {
+	Items []struct {
+		ID        string    `json:"id"`
+		Current   string    `json:"current"`
+		Versions  int       `json:"versions"`
+		UpdatedAt time.Time `json:"updated_at"`
+		Prompt    string    `json:"prompt"`
+	} `json:"items"`
+}
+
 type calibrationJSON struct {
 	Task  string `json:"task"`
 	Items []struct {

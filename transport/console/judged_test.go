@@ -3,6 +3,8 @@ package console_test
 import (
 	"encoding/json"
 	"fmt"
+	"html"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,6 +87,52 @@ func TestJudgedAnswersPage(t *testing.T) {
 		if v["rewards"] != want.rewards || v["mean"] != want.mean || v["flags"].(map[string]any)[want.flag] != 1.0 {
 			t.Errorf("item %d: %v, want %v", k, v, want)
 		}
+	}
+}
+
+// TestTaskList: the judged answers page without a task lists the
+// workspace's tasks as GET /v1/tasks answers them, each linked to its
+// page, a long prompt cut short; a workspace without tasks says so.
+func TestTaskList(t *testing.T) {
+	e := start(t)
+	_, tv2 := e.seedJudged()
+	long := strings.Repeat("Answer the customer's question about their refund. ", 10)
+	e.api(adminKey, 201, "POST", "/v1/tasks", map[string]any{"id": "acme/tone", "prompt": long,
+		"rubric": map[string]any{"criteria": []any{map[string]any{"id": "c", "check": map[string]any{"type": "contains", "value": "x"}}}}})
+
+	b := e.browser()
+	b.signIn(adminKey)
+	p := b.get("/ui/tasks")
+	rows := regexp.MustCompile(`(?s)<tr>\s*<td><a class="mono" href="([^"]+)"><bdi>([^<]+)</bdi></a></td>\s*<td class="prompt"><bdi>([^<]*)</bdi></td>\s*<td class="n">(\d+)</td>\s*<td><span class="mono">([^<]+)</span>`).FindAllStringSubmatch(p.body, -1)
+	want := e.api(adminKey, 200, "GET", "/v1/tasks", nil)["items"].([]any)
+	if p.status != 200 || len(rows) != 2 || len(want) != 2 {
+		t.Fatalf("task list: %d, %d rows shown, the API lists %d", p.status, len(rows), len(want))
+	}
+	for i, w := range want {
+		w := w.(map[string]any)
+		got := rows[i]
+		link, err := url.Parse(html.UnescapeString(got[1]))
+		if err != nil || link.Path != "/ui/tasks" || link.Query().Get("id") != w["id"] ||
+			got[2] != w["id"] || got[4] != fmt.Sprint(w["versions"]) || got[5] != w["current"] {
+			t.Errorf("row %d: %q, the API answered %v", i, got[1:], w)
+		}
+	}
+	if rows[0][2] != "acme/refund" || rows[0][5] != tv2 || rows[0][4] != "2" {
+		t.Errorf("acme/refund's row: %q, want its 2 versions, %s current", rows[0][1:], tv2)
+	}
+	if shown := html.UnescapeString(rows[1][3]); len([]rune(shown)) != 161 || !strings.HasSuffix(shown, "…") || !strings.HasPrefix(long, strings.TrimSuffix(shown, "…")) {
+		t.Errorf("a %d-character prompt shows as %q, want its first 160 characters and …", len(long), shown)
+	}
+	if linked := b.get(rows[0][1]); linked.status != 200 || !strings.Contains(linked.body, `data-task-version="`+tv2+`"`) {
+		t.Errorf("the task's link: %d, without its versions", linked.status)
+	}
+
+	ws := e.api(adminKey, 201, "POST", "/v1/workspaces", map[string]any{"name": "empty"})["id"].(string)
+	key := e.api(adminKey, 201, "POST", "/v1/workspaces/"+ws+"/api-keys", map[string]any{"name": "k"})["key"].(string)
+	c := e.browser()
+	c.signIn(key)
+	if p := c.get("/ui/tasks"); p.status != 200 || strings.Contains(p.body, `id="tasks"`) || !strings.Contains(p.body, "No tasks in this workspace yet") {
+		t.Errorf("a workspace without tasks: %d, a list or no word of it", p.status)
 	}
 }
 

@@ -440,7 +440,14 @@ func (c *Console) objectiveData(s *session, r *http.Request, id string) (map[str
 func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.URL.Query().Get("id")
 	data := map[string]any{"Title": "Judged answers", "ID": id}
-	if id != "" {
+	if id == "" {
+		var tasks taskListJSON
+		if err := c.ask(s, api.ListTasks, api.Target{}, nil, &tasks); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		data["Tasks"] = tasks.Items
+	} else {
 		var task taskJSON
 		var cal calibrationJSON
 		var sum taskRewardsJSON

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plaudit/plaudit/transport/console/chart"
 )
@@ -56,8 +57,16 @@ var funcs = template.FuncMap{
 	"mode": func(m string) string {
 		return strings.ToLower(strings.TrimPrefix(m, "VARIATION_SELECTION_MODE_"))
 	},
-	"add":    func(a, b int) int { return a + b },
-	"path":   url.PathEscape,
+	"add":   func(a, b int) int { return a + b },
+	"path":  url.PathEscape,
+	"query": url.QueryEscape,
+	// clip keeps the first n characters of s, marking a cut with "…".
+	"clip": func(n int, s string) string {
+		if utf8.RuneCountInString(s) <= n {
+			return s
+		}
+		return string([]rune(s)[:n]) + "…"
+	},
 	"op":     func(b byte) string { return string(b) },
 	"deltaf": deltaf,
 	"delta": func(v *float64) string {

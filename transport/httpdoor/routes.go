@@ -75,6 +75,7 @@ var routes = []route{
 	{"GET", "/v1/jobs/{run}/rewards", api.ListEvidence},
 
 	{"POST", "/v1/tasks", api.CreateTask},
+	{"GET", "/v1/tasks", api.ListTasks},
 	{"GET", "/v1/tasks/{task*}/versions/{version}", api.GetTaskVersion},
 	{"GET", "/v1/tasks/{task*}/calibration", api.TaskCalibration},
 	{"GET", "/v1/tasks/{task*}/rewards/summary", api.TaskRewardSummary},

@@ -161,6 +161,47 @@ func (j *Judging) TaskVersions(ws, id string) ([]TaskVersion, error) {
 	return out, err
 }
 
+// TaskSummary is one task of a workspace, as its list shows it.
+type TaskSummary struct {
+	ID        string
+	Current   TaskVersion // its newest version
+	Versions  int
+	CreatedAt time.Time // its first version's
+}
+
+// Tasks lists the tasks of workspace ws, by id.
+func (j *Judging) Tasks(ws string) ([]TaskSummary, error) {
+	prefix := []byte("judging/task/" + ws + "/")
+	var out []TaskSummary
+	first := 0 // the seq of the current task's first version seen so far
+	err := j.store.Scan(prefix, func(k, v []byte) error {
+		id, _, ok := bytes.Cut(k[len(prefix):], []byte{0})
+		if !ok {
+			return fmt.Errorf("task record %q: %w", k, persist.ErrCorrupt)
+		}
+		tv, err := decodeTaskVersion(v)
+		if err != nil {
+			return err
+		}
+		// A task's versions are next to one another ("<id>\x00" is the
+		// prefix of its keys alone), in the order of their names.
+		if n := len(out); n == 0 || out[n-1].ID != string(id) {
+			out = append(out, TaskSummary{ID: string(id), Current: tv, CreatedAt: tv.CreatedAt})
+			first = tv.Seq
+		}
+		t := &out[len(out)-1]
+		t.Versions++
+		if tv.Seq > t.Current.Seq {
+			t.Current = tv
+		}
+		if tv.Seq < first {
+			first, t.CreatedAt = tv.Seq, tv.CreatedAt
+		}
+		return nil
+	})
+	return out, err
+}
+
 func taskPrefix(ws, id string) []byte { return []byte("judging/task/" + ws + "/" + id + "\x00") }
 
 func taskKey(ws, id, version string) []byte { return append(taskPrefix(ws, id), version...) }
