@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -60,6 +61,21 @@ func (cf *conformance) step(key, method, path, body string, hdr map[string]strin
 	return r.json(cf.t)
 }
 
+// beyond sends a request that is past a limit the document's schemas
+// state: the server refuses it (400) and so does the document.
+func (cf *conformance) beyond(method, path, body string) {
+	cf.t.Helper()
+	req, err := cf.c.as(adminKey).build(method, path, body, nil)
+	if err != nil {
+		cf.t.Fatal(err)
+	}
+	x := openapitest.Exchange{Method: method, URL: req.URL.String(), Header: req.Header.Clone(), Body: []byte(body)}
+	if v := cf.oa.CheckRequest(x); v == "" {
+		cf.t.Errorf("%s %s %.80s…: the document's schemas accept it, the server refuses it", method, path, body)
+	}
+	cf.step(adminKey, method, path, body, nil, 400, false)
+}
+
 // ok is a valid request answered want.
 func (cf *conformance) ok(method, path, body string, want int) map[string]any {
 	cf.t.Helper()
@@ -108,6 +124,26 @@ func TestOpenAPIConformance(t *testing.T) {
 	agent := id(cf.ok("POST", "/api/v1/agents", `{"name": "support", "external_id": "support-bot",
 		"labels": {"team": "cx"}, "selection_mode": "VARIATION_SELECTION_MODE_WEIGHTED"}`, 201), "id")
 	cf.ok("GET", "/api/v1/agents", "", 200)
+	// Limits the document states are in its schemas: at the limit both
+	// take a request, past it both refuse it.
+	labels := func(n, keyLen, valLen int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k := fmt.Sprintf("k%d", i)
+			k += strings.Repeat("k", max(keyLen-len(k), 0))
+			fmt.Fprintf(&b, "%q: %q", k, strings.Repeat("v", valLen))
+		}
+		return "{" + b.String() + "}"
+	}
+	cf.ok("POST", "/api/v1/agents", `{"name": "`+strings.Repeat("n", 200)+`", "labels": `+labels(64, 317, 256)+`}`, 201)
+	cf.beyond("POST", "/api/v1/agents", `{"name": "`+strings.Repeat("n", 201)+`"}`)
+	cf.beyond("POST", "/api/v1/agents", `{"name": "n", "labels": `+labels(65, 1, 1)+`}`)
+	cf.beyond("POST", "/api/v1/agents", `{"name": "n", "labels": `+labels(1, 318, 1)+`}`)
+	cf.beyond("POST", "/api/v1/agents", `{"name": "n", "labels": `+labels(1, 1, 257)+`}`)
+	cf.beyond("POST", "/api/v1/agents", `{"name": "n", "external_id": "`+strings.Repeat("e", 201)+`"}`)
 	cf.ok("GET", "/api/v1/agents/external_id:support-bot", "", 200)
 	a := "/api/v1/agents/" + agent
 	variation := id(cf.ok("POST", a+"/variations", `{"name": "concise", "config": {"temperature": 0.2, "nested": {"x": [1, 2]}}}`, 201), "id")
@@ -190,6 +226,7 @@ func TestOpenAPIConformance(t *testing.T) {
 	cf.ok("POST", "/v1/tasks", checks, 200)
 	cf.ok("POST", "/v1/tasks", `{"id": "acme/tone", "rubric": {"criteria": [{"id": "tone", "check": {"judge": "tone"}}]}}`, 201)
 	cf.ok("GET", "/v1/tasks/acme%2Fchecks", "", 200)
+	cf.ok("GET", "/v1/tasks", "", 200)
 	cf.ok("GET", "/v1/tasks/acme%2Fchecks/versions/"+tv, "", 200)
 	cf.ok("PUT", "/v1/judge-versions/j2", `{"judges": {"tone": "tone-v2"}}`, 201)
 	cf.ok("PUT", "/v1/judge-versions/j2", `{"judges": {"tone": "tone-v2"}}`, 200)
