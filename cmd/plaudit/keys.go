@@ -72,9 +72,28 @@ type keysRevokeCmd struct {
 }
 
 func (c *keysRevokeCmd) Run(k *keysCmd, con *console) error {
+	// Whether it leaves no admin key is read first: once the caller's own
+	// key is revoked, it can read nothing.
+	othersAdmin := -1 // unknown
+	if body, err := k.call("GET", "", nil); err == nil {
+		var list struct{ Items []apiKey }
+		if json.Unmarshal(body, &list) == nil {
+			othersAdmin = 0
+			for _, key := range list.Items {
+				if key.Admin && key.RevokedAt == nil && key.ID != c.ID {
+					othersAdmin++
+				}
+			}
+		}
+	}
 	body, err := k.call("DELETE", "/"+url.PathEscape(c.ID), nil)
 	if err != nil {
 		return err
+	}
+	var revoked apiKey
+	if json.Unmarshal(body, &revoked) == nil && revoked.Admin && othersAdmin == 0 {
+		fmt.Fprintln(con.Err, "keys: that was the last admin key: no key can create workspaces or act on every workspace now. "+
+			"Start the server once with a new PLAUDIT_BOOTSTRAP_KEY (16 characters or more) to add one.")
 	}
 	if k.JSON {
 		return writeJSON(con.Out, body)
@@ -91,6 +110,7 @@ type apiKey struct {
 	ID         string     `json:"id"`
 	Key        string     `json:"key"` // the secret: only in create's answer
 	Name       string     `json:"name"`
+	Admin      bool       `json:"admin"`
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
@@ -132,9 +152,13 @@ func (k *keysCmd) call(method, sub string, body []byte) ([]byte, error) {
 // writeKeys prints keys as a table, times in UTC to the second.
 func writeKeys(w io.Writer, keys []apiKey) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tCREATED\tLAST USED\tREVOKED")
+	fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tLAST USED\tREVOKED")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, stamp(&k.CreatedAt, "-"),
+		role := "workspace"
+		if k.Admin {
+			role = "admin"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, role, stamp(&k.CreatedAt, "-"),
 			stamp(k.LastUsedAt, "never"), stamp(k.RevokedAt, "-"))
 	}
 	return tw.Flush()

@@ -77,8 +77,8 @@ func TestKeysCommands(t *testing.T) {
 	if !strings.HasPrefix(id, "key_") {
 		t.Fatalf("key id %q", id)
 	}
-	if l := row(t, keys(t, "list"), "ci-runner"); !strings.Contains(l, "never") {
-		t.Fatalf("an unused key's row: %q", l)
+	if l := row(t, keys(t, "list"), "ci-runner"); !strings.Contains(l, "never") || !strings.Contains(l, " workspace ") {
+		t.Fatalf("an unused workspace key's row: %q", l)
 	}
 
 	if got := status(t, s, secret[1]); got != 200 {
@@ -128,6 +128,21 @@ func TestKeysCommands(t *testing.T) {
 	}
 	if open.IsConnected() {
 		t.Fatal("the revoked key's NATS connection is still open")
+	}
+
+	// Revoking the last admin key says what that means and how to get
+	// one back; it is done all the same.
+	l := row(t, keys(t, "list"), "admin")
+	if !strings.Contains(l, " admin ") {
+		t.Fatalf("the admin key's row: %q", l)
+	}
+	admin := strings.Fields(l)[0]
+	code, _, stderr := runArgs("keys", "--server", "http://"+s.HTTPAddr(), "--key", keysTestAdmin, "revoke", admin)
+	if code != 0 || !strings.Contains(stderr, "last admin key") || !strings.Contains(stderr, "PLAUDIT_BOOTSTRAP_KEY") {
+		t.Fatalf("revoking the last admin key: exit %d, stderr %q; want 0 and a warning", code, stderr)
+	}
+	if got := status(t, s, keysTestAdmin); got != 401 {
+		t.Fatalf("the revoked admin key: %d, want 401", got)
 	}
 }
 

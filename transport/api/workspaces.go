@@ -93,6 +93,8 @@ func appendKey(b []byte, p tenancy.Principal, secret string) []byte {
 	b = jsonw.String(b, p.Name)
 	b = jsonw.Key(b, "workspace_id")
 	b = jsonw.String(b, p.Home)
+	b = jsonw.Key(b, "admin")
+	b = jsonw.Bool(b, p.Admin)
 	b = jsonw.Key(b, "profile")
 	b = append(b, '{')
 	b = jsonw.Key(b, "id")
