@@ -172,7 +172,7 @@ func sentOf(group []*write) sent {
 func (l *Log) writeGroup(ctx context.Context, after uint64, unsure []sent, group []*write) (uint64, error) {
 	mine := sentOf(group)
 	for {
-		err := l.send(ctx, after, group)
+		err := l.sendInTries(ctx, after, group)
 		var apiErr *jetstream.APIError
 		if err == nil {
 			return after, nil
@@ -250,6 +250,36 @@ func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sen
 	}
 	return sent{}, first, nil
 }
+
+// sendInTries sends group after stream sequence after, as send does, in
+// tries of sendTry: one whose answer has not come by then is sent again,
+// until ctx ends. A stream's leader that stops leading (it steps down, as
+// the leaders on a stopping node's server do, or its server dies) drops
+// the writes it has not stored yet, unanswered: nats-server's raft drains
+// its proposals. Sent as one try of the whole deadline, such a write held
+// every write of its partition up for 10 s, and then failed; sent again,
+// it reaches the new leader. Sending again is safe: each try expects the
+// same place and carries the same message ids, so at most one is stored,
+// and a try after one that was stored is refused, or acknowledged as its
+// duplicate, and writeGroup finds the stored one its own.
+func (l *Log) sendInTries(ctx context.Context, after uint64, group []*write) error {
+	for {
+		try, cancel := context.WithTimeout(ctx, sendTry)
+		err := l.send(try, after, group)
+		ranOut := try.Err() != nil
+		cancel()
+		// Only a try that ran out of its own time is sent again: any
+		// other failure, or the caller's deadline, is the answer.
+		if err == nil || !ranOut || ctx.Err() != nil || !jserr.Unavailable(err) {
+			return err
+		}
+	}
+}
+
+// sendTry bounds one try of a group's send, as readTry bounds a read's: a
+// stream with a leader stores and answers a group in milliseconds, and
+// elects a new leader in about as long after its leader steps down.
+const sendTry = time.Second
 
 // send publishes group after stream sequence after: one write as a plain
 // publish, more as one atomic batch.

@@ -323,6 +323,10 @@ type lostJS struct {
 	mu    sync.Mutex
 	fates []fate
 	held  []func() error
+	// silent makes an unanswered write wait until its caller's context
+	// ends, as one a stream's leader dropped does, rather than time out at
+	// once as if that context had ended.
+	silent bool
 }
 
 // lose gives the next writes to partition logs no answer, and these fates.
@@ -360,13 +364,54 @@ func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts 
 	if f == late {
 		j.held = append(j.held, send)
 	}
+	silent := j.silent
 	j.mu.Unlock()
 	if f == stored {
 		if err := send(); err != nil {
 			return nil, err
 		}
 	}
+	if silent {
+		<-ctx.Done()
+		return nil, fmt.Errorf("publish: %w", ctx.Err())
+	}
 	return nil, fmt.Errorf("publish: %w", context.DeadlineExceeded)
+}
+
+// A write whose answer does not come within a try is sent again within its
+// deadline: one that a stream's leader dropped as it stepped down (as the
+// leaders on a stopping node's server do) is then stored, and one stored
+// whose answer was lost is found stored, not stored twice. Sent once for
+// the whole deadline, a dropped write held every write of its partition
+// up for 10 s and then failed (docs/cluster.md, a node's clean stop).
+func TestAWriteWhoseAnswerDoesNotComeIsSentAgainWithinItsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    fate
+	}{{"dropped", dropped}, {"stored, its answer lost", stored}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lost := &lostJS{JetStream: startJetStream(t), silent: true}
+			l := openLog(t, lost, 0, 1)
+			mustAppend(t, l, batch("agt_a", 1, "answered"))
+			lost.lose(tc.f)
+			// The Agents' deadline: several tries' worth.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := l.Append(ctx, batch("agt_a", 2, "unanswered at first")); err != nil {
+				t.Fatalf("a write unanswered at its first try: %v, want it stored", err)
+			}
+			mustAppend(t, l, batch("agt_a", 3, "after"))
+			got, _ := tail(t, l, "agt_a", 0)
+			if len(got) != 3 {
+				t.Fatalf("the log holds %d batches of agt_a, want 3", len(got))
+			}
+			for i, b := range got {
+				if b.First != uint64(i+1) {
+					t.Fatalf("batch %d starts at %d", i, b.First)
+				}
+			}
+		})
+	}
 }
 
 // A write whose answer never came may have been stored, after the Log's
