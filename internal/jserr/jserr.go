@@ -31,6 +31,19 @@ func InFlight(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
+// duplicateInProcess is JetStream's refusal of a message whose id its
+// stream's leader is storing at that moment (not yet stored).
+const duplicateInProcess = 10158
+
+// InProcess reports whether err is a stream leader's refusal of a message
+// whose message id it is storing now: an earlier send of the same message,
+// not answered yet. Once stored, the id is answered as a duplicate; if the
+// leader changes first, the earlier send is dropped and the id is free.
+func InProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == duplicateInProcess
+}
+
 // clusterNotAvailable is JetStream's code for "JetStream system temporarily
 // unavailable": a stream with no leader, or no meta leader.
 const clusterNotAvailable = 10008

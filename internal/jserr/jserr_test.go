@@ -32,3 +32,20 @@ func TestUnavailable(t *testing.T) {
 		}
 	}
 }
+
+func TestInProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"its id in process", fmt.Errorf("publish: %w", &jetstream.APIError{Code: 409, ErrorCode: duplicateInProcess}), true},
+		{"in a batch, stored", &jetstream.APIError{Code: 400, ErrorCode: 10201}, false},
+		{"wrong last sequence", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}, false},
+		{"none", nil, false},
+	} {
+		if got := InProcess(tc.err); got != tc.want {
+			t.Errorf("%s: InProcess(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

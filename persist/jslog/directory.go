@@ -3,6 +3,7 @@ package jslog
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -132,7 +133,10 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	}
 	scfg := jetstream.StreamConfig{Name: DirStream, Subjects: []string{dirSubject, claimSubjects},
 		Storage: jetstream.FileStorage, Replicas: max(cfg.Replicas, 1), Retention: jetstream.LimitsPolicy,
-		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true}
+		Discard: jetstream.DiscardNew, DenyDelete: true, DenyPurge: true,
+		// A write's tries (publishAfter) span at most its Timeout; the
+		// leader keeps every message id this long, about 130 bytes each.
+		Duplicates: max(2*cfg.Timeout, 20*time.Second)}
 	s, err := ensureStream(ctx, js, scfg)
 	if err == nil && !slices.Contains(s.CachedInfo().Config.Subjects, claimSubjects) {
 		// Made by an earlier version, without the claims' subjects.
@@ -246,7 +250,10 @@ func (d *Directory) wait(ctx context.Context, seq uint64) error {
 func (d *Directory) publish(subject string, op dirOp) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
 	defer cancel()
-	ack, err := d.js.Publish(ctx, subject, encodeDirOp(op), jetstream.WithExpectStream(DirStream))
+	data, opts := encodeDirOp(op), []jetstream.PublishOpt{jetstream.WithExpectStream(DirStream), jetstream.WithMsgID(rand.Text())}
+	ack, err := inTries(ctx, sendTry, func(try context.Context) (*jetstream.PubAck, error) {
+		return d.js.Publish(try, subject, data, opts...)
+	})
 	if err != nil {
 		return fmt.Errorf("jslog: directory write: %w", err)
 	}
@@ -260,11 +267,31 @@ func (d *Directory) publish(subject string, op dirOp) error {
 // among them) is sent again until ctx ends. Taken for a lost
 // compare-and-set, it failed the confirmation of a claim nothing had
 // taken over.
+//
+// Every write of the directory carries a message id of its own and is sent
+// in tries (see inTries): a stream leader that steps down or dies drops
+// the writes it has not stored, unanswered, and one sent once for the
+// whole timeout held its caller up for all of it, then failed. A try after
+// a stored one is answered as its duplicate, with its sequence, by a
+// replicated stream; a stream of one copy checks the expectation first and
+// refuses it, so a refusal after tries that went unanswered looks at the
+// subject's last write, which is then this one's own.
 func (d *Directory) publishAfter(ctx context.Context, subject string, op dirOp, after uint64) (*jetstream.PubAck, error) {
-	data := encodeDirOp(op)
+	data, id := encodeDirOp(op), rand.Text()
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after),
+		jetstream.WithMsgID(id)}
+	tries := 0
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		ack, err := d.js.Publish(ctx, subject, data,
-			jetstream.WithExpectStream(DirStream), jetstream.WithExpectLastSequencePerSubject(after))
+		ack, err := inTries(ctx, sendTry, func(try context.Context) (*jetstream.PubAck, error) {
+			tries++
+			return d.js.Publish(try, subject, data, opts...)
+		})
+		if tries > 1 && jserr.WrongLastSequence(err) && !jserr.InFlight(err) {
+			last, err2 := d.stream.GetLastMsgForSubject(ctx, subject)
+			if err2 == nil && last.Header.Get(jetstream.MsgIDHeader) == id {
+				return &jetstream.PubAck{Stream: DirStream, Sequence: last.Sequence, Duplicate: true}, nil
+			}
+		}
 		if !jserr.InFlight(err) {
 			return ack, err
 		}

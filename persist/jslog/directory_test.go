@@ -1212,3 +1212,73 @@ func TestAnUnansweredBatchFoundStoredHasItsKeys(t *testing.T) {
 		t.Fatalf("the external id: %q, %v; want run_1", v, err)
 	}
 }
+
+// A directory write whose answer does not come within a try is sent again
+// within its timeout, under the same message id: one a stream's leader
+// dropped as it stepped down is then stored, and one stored whose answer
+// was lost is answered as its duplicate, not stored twice. Puts, claims
+// and confirmations alike; sent once for the whole timeout, each failed
+// at its end.
+// A stream of three copies answers a stored write's duplicate as such; one
+// of one copy refuses it for its expected last sequence first.
+func TestADirectoryWriteWhoseAnswerDoesNotComeIsSentAgain(t *testing.T) {
+	clustered := jetStream(t, jstest.Cluster(t, 3))
+	for _, tc := range []struct {
+		name     string
+		f        fate
+		replicas int
+	}{{"dropped", dropped, 1}, {"stored, its answer lost", stored, 1}, {"stored, its answer lost, three copies", stored, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := startJetStream(t)
+			if tc.replicas == 3 {
+				js = clustered
+			}
+			lost := &lostJS{JetStream: js, silent: true, prefix: dirSubject}
+			local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = local.Close() }()
+			var d *Directory
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				// A new cluster's stream may wait for its leader.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				d, err = OpenDirectory(ctx, lost, local, DirectoryConfig{Timeout: 10 * time.Second, Replicas: tc.replicas})
+				cancel()
+				if err == nil || time.Now().After(deadline) {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+
+			lost.lose(tc.f)
+			if err := d.Put(persist.KV{Key: []byte("run/1"), Value: []byte("agt_1")}); err != nil {
+				t.Fatalf("a put unanswered at its first try: %v", err)
+			}
+			lost.lose(tc.f)
+			c, err := d.Claim(persist.KV{Key: []byte("ext/job-1"), Value: []byte("run_1")}, Claimer{})
+			if err != nil {
+				t.Fatalf("a claim unanswered at its first try: %v", err)
+			}
+			lost.lose(tc.f)
+			if err := d.Confirm(c); err != nil {
+				t.Fatalf("a confirmation unanswered at its first try: %v", err)
+			}
+			for key, want := range map[string]string{"run/1": "agt_1", "ext/job-1": "run_1"} {
+				if v, err := d.Get([]byte(key)); err != nil || string(v) != want {
+					t.Errorf("%s reads %q, %v; want %q", key, v, err, want)
+				}
+			}
+			info, err := d.stream.Info(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State.Msgs != 3 {
+				t.Errorf("the directory holds %d writes, want 3: a put, a claim, a confirmation, each once", info.State.Msgs)
+			}
+		})
+	}
+}

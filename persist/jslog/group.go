@@ -252,34 +252,59 @@ func (l *Log) storedAfter(ctx context.Context, after uint64, groups []sent) (sen
 }
 
 // sendInTries sends group after stream sequence after, as send does, in
-// tries of sendTry: one whose answer has not come by then is sent again,
-// until ctx ends. A stream's leader that stops leading (it steps down, as
-// the leaders on a stopping node's server do, or its server dies) drops
-// the writes it has not stored yet, unanswered: nats-server's raft drains
-// its proposals. Sent as one try of the whole deadline, such a write held
-// every write of its partition up for 10 s, and then failed; sent again,
-// it reaches the new leader. Sending again is safe: each try expects the
-// same place and carries the same message ids, so at most one is stored,
-// and a try after one that was stored is refused, or acknowledged as its
-// duplicate, and writeGroup finds the stored one its own.
+// tries of sendTry (see inTries). A stream's leader that stops leading (it
+// steps down, as the leaders on a stopping node's server do, or its server
+// dies) drops the writes it has not stored yet, unanswered: nats-server's
+// raft drains its proposals. Sent as one try of the whole deadline, such a
+// write held every write of its partition up for 10 s, and then failed;
+// sent again, it reaches the new leader. Sending again is safe: each try
+// expects the same place and carries the same message ids, so at most one
+// is stored, and a try after one that was stored is refused, or
+// acknowledged as its duplicate, and writeGroup finds the stored one its
+// own.
 func (l *Log) sendInTries(ctx context.Context, after uint64, group []*write) error {
+	_, err := inTries(ctx, sendTry, func(try context.Context) (struct{}, error) {
+		return struct{}{}, l.send(try, after, group)
+	})
+	return err
+}
+
+// sendTry bounds one try of a write, as readTry bounds a read's: a stream
+// with a leader stores and answers a write in milliseconds, and elects a
+// new leader in about as long after its leader steps down.
+const sendTry = time.Second
+
+// inTries runs send, a write carrying message ids, in tries of try each
+// until one is answered or ctx ends. A try that runs out of its time
+// unanswered (a leader that dropped it, or none yet) is sent again; so is
+// one refused because an earlier try is being stored at that moment
+// (jserr.InProcess): its next try is answered as that one's duplicate, or,
+// if the leader dropped it, stored. Any other answer is the write's.
+func inTries[T any](ctx context.Context, try time.Duration, send func(context.Context) (T, error)) (T, error) {
 	for {
-		try, cancel := context.WithTimeout(ctx, sendTry)
-		err := l.send(try, after, group)
-		ranOut := try.Err() != nil
+		tc, cancel := context.WithTimeout(ctx, try)
+		v, err := send(tc)
+		ranOut := tc.Err() != nil
 		cancel()
-		// Only a try that ran out of its own time is sent again: any
-		// other failure, or the caller's deadline, is the answer.
-		if err == nil || !ranOut || ctx.Err() != nil || !jserr.Unavailable(err) {
-			return err
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return v, err
+		case jserr.InProcess(err):
+			select {
+			case <-ctx.Done():
+				return v, err
+			case <-time.After(inProcessWait):
+			}
+		case ranOut && jserr.Unavailable(err):
+		default:
+			return v, err
 		}
 	}
 }
 
-// sendTry bounds one try of a group's send, as readTry bounds a read's: a
-// stream with a leader stores and answers a group in milliseconds, and
-// elects a new leader in about as long after its leader steps down.
-const sendTry = time.Second
+// inProcessWait is how long a write waits to be sent again after a
+// refusal because an earlier try of it is being stored.
+const inProcessWait = 20 * time.Millisecond
 
 // send publishes group after stream sequence after: one write as a plain
 // publish, more as one atomic batch.

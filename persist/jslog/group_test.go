@@ -1,6 +1,7 @@
 package jslog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -327,6 +328,9 @@ type lostJS struct {
 	// ends, as one a stream's leader dropped does, rather than time out at
 	// once as if that context had ended.
 	silent bool
+	// prefix names the subjects whose writes lose their answers
+	// ("plaudit.log." when empty).
+	prefix string
 }
 
 // lose gives the next writes to partition logs no answer, and these fates.
@@ -351,7 +355,8 @@ func (j *lostJS) release() []error {
 
 func (j *lostJS) Publish(ctx context.Context, subject string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	j.mu.Lock()
-	if len(j.fates) == 0 || !strings.HasPrefix(subject, "plaudit.log.") {
+	prefix := cmp.Or(j.prefix, "plaudit.log.")
+	if len(j.fates) == 0 || !strings.HasPrefix(subject, prefix) {
 		j.mu.Unlock()
 		return j.JetStream.Publish(ctx, subject, data, opts...)
 	}
@@ -651,5 +656,47 @@ func TestAWriteBeforeItsPlaceIsReadableIsNotFencedButByANewerFence(t *testing.T)
 				t.Fatalf("agt_a has %d batches in the log, want 2", len(a))
 			}
 		})
+	}
+}
+
+// inTries sends again a try that ran out unanswered and one refused while
+// an earlier try is being stored, and returns any other answer at once.
+func TestInTries(t *testing.T) {
+	inProcess := &jetstream.APIError{Code: 409, ErrorCode: 10158}
+	refused := &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequence}
+	for _, tc := range []struct {
+		name    string
+		answers []error // one a try; context.DeadlineExceeded: the try runs out of its time
+		want    error
+		tries   int
+	}{
+		{"answered", []error{nil}, nil, 1},
+		{"unanswered, then answered", []error{context.DeadlineExceeded, context.DeadlineExceeded, nil}, nil, 3},
+		{"in process, then answered", []error{context.DeadlineExceeded, inProcess, inProcess, nil}, nil, 4},
+		{"refused", []error{context.DeadlineExceeded, refused}, refused, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tries := 0
+			_, err := inTries(context.Background(), 50*time.Millisecond, func(try context.Context) (struct{}, error) {
+				a := tc.answers[tries]
+				tries++
+				if errors.Is(a, context.DeadlineExceeded) {
+					<-try.Done()
+					return struct{}{}, fmt.Errorf("publish: %w", try.Err())
+				}
+				return struct{}{}, a
+			})
+			if !errors.Is(err, tc.want) || tries != tc.tries {
+				t.Errorf("inTries = %v after %d tries, want %v after %d", err, tries, tc.want, tc.tries)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+	defer cancel()
+	if _, err := inTries(ctx, 50*time.Millisecond, func(try context.Context) (struct{}, error) {
+		<-try.Done()
+		return struct{}{}, try.Err()
+	}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("never answered: %v, want the caller's deadline", err)
 	}
 }
