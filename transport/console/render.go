@@ -57,9 +57,8 @@ var funcs = template.FuncMap{
 	"mode": func(m string) string {
 		return strings.ToLower(strings.TrimPrefix(m, "VARIATION_SELECTION_MODE_"))
 	},
-	"add":   func(a, b int) int { return a + b },
-	"path":  url.PathEscape,
-	"query": url.QueryEscape,
+	"add":  func(a, b int) int { return a + b },
+	"path": url.PathEscape,
 	// clip keeps the first n characters of s, marking a cut with "…".
 	"clip": func(n int, s string) string {
 		if utf8.RuneCountInString(s) <= n {
