@@ -1,6 +1,10 @@
 package console
 
-import "github.com/plaudit/plaudit/transport/console/chart"
+import (
+	"strconv"
+
+	"github.com/plaudit/plaudit/transport/console/chart"
+)
 
 // histogramJSON is a version summary's histogram: equal bins over the
 // objective's bounds, the matured rewards (those the mean averages) apart
@@ -25,6 +29,10 @@ type histView struct {
 	Matured, Unmatured int // runs counted: matured, and not yet
 	Ticks              []tick
 	Counted            string // what a solid bar counts: "matured runs" unless told
+	// Top is the count the plot's top stands for (the tallest bar of the
+	// histograms drawn on one scale), shown on a line there; 0 when empty.
+	Top     int
+	TopLine tick // the label, above the line
 }
 
 // drawHistograms draws hs on one vertical scale, so that side by side
@@ -52,6 +60,10 @@ func drawHistograms(f chart.Frame, hs []histogramJSON) []histView {
 				Matured: h.Matured[i], Unmatured: at(h.Unmatured, i), M: m[i], All: a[i]})
 		}
 		out[k].Counted = "matured runs"
+		if top > 0 {
+			out[k].Top = top
+			out[k].TopLine = tick{X: f.X(1), Y: f.Y(1) - 4, Label: strconv.Itoa(top), Align: "end"}
+		}
 		out[k].Ticks = []tick{{X: f.X(0), Y: f.Base() + 16, Label: num(lo), Align: "start"},
 			{X: f.X(0.5), Y: f.Base() + 16, Label: num((lo + hi) / 2)},
 			{X: f.X(1), Y: f.Base() + 16, Label: num(hi), Align: "end"}}

@@ -8,7 +8,8 @@ import (
 
 // TestHistogramsShareOneScale: side by side histograms are drawn on one
 // vertical scale (the tallest column of either reaches the top), and a
-// bin's unmatured runs stand on its matured ones.
+// bin's unmatured runs stand on its matured ones. A line at the top says
+// what count it stands for.
 func TestHistogramsShareOneScale(t *testing.T) {
 	f := chart.Frame{Width: 120, Height: 110, Top: 10}
 	hs := drawHistograms(f, []histogramJSON{
@@ -27,11 +28,19 @@ func TestHistogramsShareOneScale(t *testing.T) {
 		{"the last bin ends at hi", hs[1].Bins[3].Hi, 1},
 		{"matured runs counted", float64(hs[0].Matured), 3},
 		{"unmatured runs counted", float64(hs[0].Unmatured), 2},
+		{"the scale's top is the tallest column, in both", float64(hs[0].Top + hs[1].Top), 8},
+		{"its label sits above the top", hs[1].TopLine.Y, f.Y(1) - 4},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
+	}
+	if hs[1].TopLine.Label != "4" {
+		t.Errorf("the scale's label %q, want 4", hs[1].TopLine.Label)
+	}
+	if empty := drawHistograms(f, []histogramJSON{{Bounds: [2]float64{0, 1}, Matured: []int{0, 0}}}); empty[0].Top != 0 {
+		t.Errorf("an empty histogram's scale: %d, want none", empty[0].Top)
 	}
 	if hs[1].Ticks[0].Label != "-1" || hs[1].Ticks[2].Label != "1" {
 		t.Errorf("ticks %v, want the bounds -1 and 1", hs[1].Ticks)

@@ -36,6 +36,17 @@ func TestJudgedAnswersPage(t *testing.T) {
 	if len(items) != 2 {
 		t.Fatalf("summary items %v, want 2 versions", items)
 	}
+	// The histograms share one scale, whose top is the fullest bin of
+	// either, labelled.
+	top := 0
+	for _, it := range items {
+		for _, n := range it.(map[string]any)["histogram"].(map[string]any)["counts"].([]any) {
+			top = max(top, int(n.(float64)))
+		}
+	}
+	if got := strings.Count(p.body, fmt.Sprintf(`data-top="%d"`, top)); got != 2 {
+		t.Errorf("%d histograms labelled with their scale's top, %d, want 2", got, top)
+	}
 	for k, it := range items {
 		v := it.(map[string]any)
 		tv := v["task_version"].(string)

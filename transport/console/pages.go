@@ -65,8 +65,8 @@ type posterior struct {
 var (
 	posteriorFrame  = chart.Frame{Width: 720, Height: 260, Left: 16, Right: 16, Top: 14, Bottom: 28}
 	selectionsFrame = chart.Frame{Width: 720, Height: 160, Left: 16, Right: 16, Top: 10, Bottom: 28}
-	histogramFrame  = chart.Frame{Width: 340, Height: 180, Left: 8, Right: 8, Top: 10, Bottom: 28}
-	previewFrame    = chart.Frame{Width: 340, Height: 150, Left: 8, Right: 8, Top: 10, Bottom: 28}
+	histogramFrame  = chart.Frame{Width: 340, Height: 190, Left: 8, Right: 8, Top: 20, Bottom: 28}
+	previewFrame    = chart.Frame{Width: 340, Height: 160, Left: 8, Right: 8, Top: 20, Bottom: 28}
 )
 
 // windows are the agent page's selection charts: buckets of a width.
