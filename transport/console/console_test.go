@@ -15,7 +15,7 @@ import (
 
 var (
 	csrfRE  = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
-	curveRE = regexp.MustCompile(`<path class="curve" d="[^"]+" stroke="[^"]+" data-variation="([^"]+)" data-name="([^"]+)" data-mean="([^"]+)"`)
+	curveRE = regexp.MustCompile(`<path class="curve" d="[^"]+" stroke="[^"]+"(?: stroke-dasharray="[^"]+")? data-variation="([^"]+)" data-name="([^"]+)" data-mean="([^"]+)"`)
 )
 
 func urlEncode(s string) string { return url.QueryEscape(s) }
@@ -358,5 +358,33 @@ func TestReleaseLinksKeepTheirLabel(t *testing.T) {
 		if got == nil || html.UnescapeString(got[1]) != v {
 			t.Errorf("the link of version %q (%s) shows version %v", v, href, got)
 		}
+	}
+}
+
+// TestManyVariationsLookApart: an agent with more variations than the
+// palette has colours draws the ninth curve in the first one's colour,
+// dashed, and so does its legend.
+func TestManyVariationsLookApart(t *testing.T) {
+	e := start(t)
+	agent := e.api(adminKey, 201, "POST", "/api/v1/agents", map[string]any{"name": "many"})["id"].(string)
+	for i := range 9 {
+		e.api(adminKey, 201, "POST", "/api/v1/agents/"+agent+"/variations", map[string]any{"name": fmt.Sprintf("v%d", i+1)})
+	}
+	b := e.browser()
+	b.signIn(adminKey)
+	p := b.get("/ui/agents/" + agent)
+	style := regexp.MustCompile(`<path class="curve" d="[^"]+" stroke="([^"]+)"(?: stroke-dasharray="([^"]+)")? data-variation="[^"]+" data-name="([^"]+)"`)
+	drawn := map[string][2]string{}
+	for _, m := range style.FindAllStringSubmatch(p.body, -1) {
+		drawn[m[3]] = [2]string{m[1], m[2]}
+	}
+	if len(drawn) != 9 {
+		t.Fatalf("%d curves drawn, want 9", len(drawn))
+	}
+	if first, ninth := drawn["v1"], drawn["v9"]; first[0] != ninth[0] || first[1] != "" || ninth[1] == "" {
+		t.Errorf("v1 drawn %v, v9 %v: want the same colour, v9 dashed", first, ninth)
+	}
+	if !strings.Contains(p.body, `stroke-width="4" stroke-dasharray="`+drawn["v9"][1]+`"/></svg></i><bdi>v9</bdi>`) {
+		t.Error("v9's legend is not dashed")
 	}
 }

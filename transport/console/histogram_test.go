@@ -46,3 +46,20 @@ func TestHistogramsShareOneScale(t *testing.T) {
 		t.Errorf("ticks %v, want the bounds -1 and 1", hs[1].Ticks)
 	}
 }
+
+// TestVariationsLookApart: no two of the first three rounds of the
+// palette's variations are drawn alike: past the palette's colours, the
+// curves are dashed, then dotted.
+func TestVariationsLookApart(t *testing.T) {
+	seen := map[[2]string]int{}
+	for i := range 3 * len(palette) {
+		k := [2]string{colour(i), dash(i)}
+		if j, ok := seen[k]; ok {
+			t.Fatalf("variations %d and %d are both drawn %v", j, i, k)
+		}
+		seen[k] = i
+	}
+	if dash(0) != "" || dash(len(palette)-1) != "" || dash(len(palette)) == "" {
+		t.Errorf("dashes %q, %q, %q: want the first round solid, the next dashed", dash(0), dash(len(palette)-1), dash(len(palette)))
+	}
+}

@@ -54,7 +54,7 @@ func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request, s *session)
 // posterior is one variation on the agent page: its Beta posterior, drawn.
 type posterior struct {
 	V            variationJSON
-	Colour       string
+	Colour, Dash string // Dash: the curve's stroke-dasharray, "" for solid
 	Mean, Lo, Hi float64
 	Curve        chart.Curve
 	RunsInWindow int
@@ -133,7 +133,7 @@ func (c *Console) agentData(s *session, id, window string) (agentView, error) {
 	leader, best := -1, 0.0
 	for i, vr := range vs.Items {
 		lo, hi := vr.Info.Interval[0], vr.Info.Interval[1]
-		p := posterior{V: vr, Colour: colour(i), Mean: vr.Info.Mean, Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID]}
+		p := posterior{V: vr, Colour: colour(i), Dash: dash(i), Mean: vr.Info.Mean, Lo: lo, Hi: hi, RunsInWindow: runs[vr.ID]}
 		v.Posteriors = append(v.Posteriors, p)
 		if pb := vr.Info.ProbBest; pb != nil {
 			v.HasProbBest = true

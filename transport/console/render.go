@@ -24,6 +24,13 @@ var palette = []string{"#2f6db3", "#a86a0c", "#2a9d78", "#c0504d", "#7e5ba6", "#
 
 func colour(i int) string { return palette[i%len(palette)] }
 
+// dashes tell apart the curves of variations that share a colour: the
+// first len(palette) are solid, the next dashed, the next dotted, and so
+// on in turn.
+var dashes = []string{"", "6 3", "1.5 2.5"}
+
+func dash(i int) string { return dashes[i/len(palette)%len(dashes)] }
+
 var funcs = template.FuncMap{
 	"num":    num,
 	"num3":   func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
