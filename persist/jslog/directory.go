@@ -182,11 +182,10 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 
 // mirrorHeartbeat is how often the mirror's consumer hears from its server
 // while idle: two missed, and nats.go makes the consumer afresh. The
-// consumer (one copy) lives on one server of JetStream's choosing, often
-// the stream's leader, so a server that stops takes the mirrors of the
-// nodes whose consumers it held with it; with nats.go's default of 5 s,
-// such a mirror stood still for 10 s, and every directory write waiting
-// for it (a claim's confirmation, a put) with it.
+// consumer (one copy) lives on the server that led the stream when it was
+// made, so one that stops takes every node's mirror with it; with nats.go's
+// default of 5 s, each node's mirror stood still for 10 s, and every
+// directory write waiting for it (a claim's confirmation, a put) with it.
 const mirrorHeartbeat = time.Second
 
 // Close stops mirroring.
