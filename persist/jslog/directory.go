@@ -166,7 +166,7 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	if err != nil {
 		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
 	}
-	if d.cc, err = cons.Consume(d.apply, jetstream.PullHeartbeat(mirrorHeartbeat)); err != nil {
+	if d.cc, err = cons.Consume(d.apply); err != nil {
 		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
 	}
 	// What this node's store holds may be behind: writes made while the
@@ -179,14 +179,6 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	}
 	return d, nil
 }
-
-// mirrorHeartbeat is how often the mirror's consumer hears from its server
-// while idle: two missed, and nats.go makes the consumer afresh. The
-// consumer (one copy) lives on the server that led the stream when it was
-// made, so one that stops takes every node's mirror with it; with nats.go's
-// default of 5 s, each node's mirror stood still for 10 s, and every
-// directory write waiting for it (a claim's confirmation, a put) with it.
-const mirrorHeartbeat = time.Second
 
 // Close stops mirroring.
 func (d *Directory) Close() { d.cc.Stop() }
