@@ -57,14 +57,12 @@ func StartServerProcess(cfg ServerConfig) (*ServerProcess, error) {
 	if cfg.Key == "" {
 		cfg.Key = newKey()
 	}
-	var addrs [3]string
-	for i := range addrs {
-		a, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
-	}
+	return startOnFreePorts(3, func(addrs []string) (*ServerProcess, error) { return startServerOn(cfg, addrs) })
+}
+
+// startServerOn is StartServerProcess on the given HTTP, NATS and pprof
+// addresses.
+func startServerOn(cfg ServerConfig, addrs []string) (*ServerProcess, error) {
 	args := append([]string{"serve", "--data", cfg.Data, "--http", addrs[0], "--nats-listen", addrs[1],
 		"--pprof", addrs[2], "--log-level", "warn"}, cfg.Args...)
 	logPath, err := nextLog(cfg.LogDir, "serve")
@@ -111,14 +109,12 @@ type HelloProcess struct {
 // StartHelloProcess starts `bin bench-hello` on free loopback ports, with
 // its durable floor's Pebble in dataDir.
 func StartHelloProcess(bin, logDir, dataDir string) (*HelloProcess, error) {
-	httpAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	natsAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+	return startOnFreePorts(2, func(addrs []string) (*HelloProcess, error) {
+		return startHelloOn(bin, logDir, dataDir, addrs[0], addrs[1])
+	})
+}
+
+func startHelloOn(bin, logDir, dataDir, httpAddr, natsAddr string) (*HelloProcess, error) {
 	logPath, err := nextLog(logDir, "hello")
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -130,7 +131,12 @@ func (p *Process) waitHealthy(url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if p.exited() {
-			return fmt.Errorf("bench: %s exited before it was healthy: %v\n%s", filepath.Base(p.cmd.Path), p.exit, p.output())
+			out := p.output()
+			err := fmt.Errorf("bench: %s exited before it was healthy: %v\n%s", filepath.Base(p.cmd.Path), p.exit, out)
+			if strings.Contains(out, "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		}
 		if resp, err := hc.Get(url); err == nil {
 			resp.Body.Close()
@@ -142,6 +148,28 @@ func (p *Process) waitHealthy(url string, timeout time.Duration) error {
 			return fmt.Errorf("bench: %s not healthy after %v\n%s", url, timeout, p.output())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// errPortTaken is waitHealthy's error for a child that found a port it was
+// given taken: freeAddr's ports were free a moment before, and another
+// process (a test beside the harness's, say) may bind one first. The
+// child is started again on other ports (startOnFreePorts).
+var errPortTaken = errors.New("bench: a port given to the child was taken meanwhile")
+
+// startOnFreePorts runs start with n fresh free addresses, again with
+// others while it fails with errPortTaken, up to three times.
+func startOnFreePorts[P any](n int, start func(addrs []string) (P, error)) (P, error) {
+	for attempt := 1; ; attempt++ {
+		addrs, err := freeport.Addrs(n)
+		if err != nil {
+			var zero P
+			return zero, fmt.Errorf("bench: %w", err)
+		}
+		p, err := start(addrs)
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			return p, err
+		}
 	}
 }
 
