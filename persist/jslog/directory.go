@@ -75,7 +75,14 @@ type Directory struct {
 	timeout time.Duration
 	window  time.Duration
 	now     func() time.Time
-	cc      jetstream.ConsumeContext
+
+	// The mirror's consumer: remirror replaces it when it stalls, and
+	// apply takes the messages of the current one (gen) only.
+	mirrorMu    sync.Mutex
+	cc          jetstream.ConsumeContext
+	gen         uint64
+	closed      bool
+	remirroring atomic.Bool
 
 	mu      sync.Mutex
 	applied uint64
@@ -158,16 +165,9 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	default:
 		d.applied = binary.BigEndian.Uint64(v)
 	}
-	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{dirSubject, claimSubjects}}
-	if d.applied > 0 {
-		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, d.applied+1
-	}
-	cons, err := s.OrderedConsumer(ctx, occ)
-	if err != nil {
-		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
-	}
-	if d.cc, err = cons.Consume(d.apply); err != nil {
-		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	d.gen = 1
+	if d.cc, err = d.mirror(ctx, d.applied, d.gen); err != nil {
+		return nil, err
 	}
 	// What this node's store holds may be behind: writes made while the
 	// node was down, or applied here before a power cut but not yet synced
@@ -180,13 +180,93 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 	return d, nil
 }
 
+// mirror starts a consumer of the stream after sequence applied, whose
+// messages apply takes as generation gen's.
+func (d *Directory) mirror(ctx context.Context, applied, gen uint64) (jetstream.ConsumeContext, error) {
+	occ := jetstream.OrderedConsumerConfig{FilterSubjects: []string{dirSubject, claimSubjects}}
+	if applied > 0 {
+		occ.DeliverPolicy, occ.OptStartSeq = jetstream.DeliverByStartSequencePolicy, applied+1
+	}
+	cons, err := d.stream.OrderedConsumer(ctx, occ)
+	if err != nil {
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) { d.apply(gen, m) })
+	if err != nil {
+		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
+	}
+	return cc, nil
+}
+
+// mirrorStall is how long a write waits for the mirror to move before the
+// mirror is made afresh (remirror).
+const mirrorStall = 3 * time.Second
+
+// remirror replaces the mirror's consumer, which has not moved past
+// sequence at for mirrorStall while a write waited for a later one. The
+// consumer (one copy, an ordered consumer) lives on one server of
+// JetStream's choosing; when that server stops, nats.go makes it afresh
+// only after two missed heartbeats (10 s), and a consumer it made while
+// JetStream was electing leaders was seen never to move again (a node's
+// directory writes were then refused for a minute). One remirror runs at
+// a time; a write that still waits asks again after another stall.
+func (d *Directory) remirror(at uint64) {
+	if !d.remirroring.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer d.remirroring.Store(false)
+		// Under mirrorMu no message is being applied: the old consumer's
+		// are dropped from the bump on, and the new one starts after the
+		// last one applied.
+		d.mirrorMu.Lock()
+		d.mu.Lock()
+		applied := d.applied
+		d.mu.Unlock()
+		if d.closed || applied != at { // closing, or it moved meanwhile
+			d.mirrorMu.Unlock()
+			return
+		}
+		d.gen++
+		gen, old := d.gen, d.cc
+		d.mirrorMu.Unlock()
+		old.Stop()
+		ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+		cc, err := d.mirror(ctx, applied, gen)
+		cancel()
+		if err != nil {
+			return // the next stall asks again
+		}
+		d.mirrorMu.Lock()
+		defer d.mirrorMu.Unlock()
+		if d.closed || d.gen != gen {
+			cc.Stop()
+			return
+		}
+		d.cc = cc
+	}()
+}
+
 // Close stops mirroring.
-func (d *Directory) Close() { d.cc.Stop() }
+func (d *Directory) Close() {
+	d.mirrorMu.Lock()
+	d.closed = true
+	cc := d.cc
+	d.mirrorMu.Unlock()
+	cc.Stop()
+}
 
 // apply writes one directory write into the local store, with the mirror's
 // position in the same batch where it can (a DeleteRange is followed by
 // the position: applied again after a crash, it deletes the same keys).
-func (d *Directory) apply(m jetstream.Msg) {
+// A message of a consumer that remirror replaced (gen) is dropped: the
+// new one delivers from where the mirror stood.
+func (d *Directory) apply(gen uint64, m jetstream.Msg) {
+	d.mirrorMu.Lock()
+	defer d.mirrorMu.Unlock()
+	if gen != d.gen {
+		return
+	}
 	meta, err := m.Metadata()
 	if err != nil {
 		return
@@ -225,8 +305,12 @@ func (d *Directory) apply(m jetstream.Msg) {
 	d.advance = make(chan struct{})
 }
 
-// wait returns once the mirror has applied stream sequence seq.
+// wait returns once the mirror has applied stream sequence seq, which the
+// stream holds. A mirror that does not move for mirrorStall meanwhile is
+// made afresh.
 func (d *Directory) wait(ctx context.Context, seq uint64) error {
+	stall := time.NewTimer(mirrorStall)
+	defer stall.Stop()
 	for {
 		d.mu.Lock()
 		applied, failed, advance := d.applied, d.failed, d.advance
@@ -239,6 +323,10 @@ func (d *Directory) wait(ctx context.Context, seq uint64) error {
 		}
 		select {
 		case <-advance:
+			stall.Reset(mirrorStall)
+		case <-stall.C:
+			d.remirror(applied)
+			stall.Reset(mirrorStall)
 		case <-ctx.Done():
 			return fmt.Errorf("jslog: directory mirror behind (at %d, want %d): %w", applied, seq, ctx.Err())
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/internal/jstest"
@@ -1280,5 +1282,92 @@ func TestADirectoryWriteWhoseAnswerDoesNotComeIsSentAgain(t *testing.T) {
 				t.Errorf("the directory holds %d writes, want 3: a put, a claim, a confirmation, each once", info.State.Msgs)
 			}
 		})
+	}
+}
+
+// The directory's mirror is a consumer of one copy, on a server of
+// JetStream's choosing. When that server stops, a write waiting for the
+// mirror makes it afresh once it has not moved for mirrorStall, and goes
+// on: every directory write returns once its node's mirror has applied
+// it. Left to nats.go, the mirror stood still for 10 s (two missed 5 s
+// heartbeats), and a write's 8 s wait failed.
+func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
+	servers := jstest.Servers(t, 3)
+	nc := connect(t, servers[0].ClientURL())
+	js := jetStream(t, nc)
+	local, err := pebblelog.Open(t.TempDir(), pebblelog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = local.Close() }()
+	ctx := context.Background()
+	open := func() *Directory {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			d, err := OpenDirectory(ctx, js, local, DirectoryConfig{Replicas: 3, Timeout: 8 * time.Second})
+			cancel()
+			if err == nil {
+				return d
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+		}
+	}
+	// stepDown moves what subject's leader leads away from host.
+	stepDown := func(subject, host string, led func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); led(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: still led by %s", subject, host)
+			}
+			_, _ = nc.Request(subject, nil, time.Second)
+		}
+	}
+	streamLed := func(d *Directory, host string) func() bool {
+		return func() bool {
+			info, err := d.stream.Info(ctx)
+			return err != nil || info.Cluster.Leader == host || info.Cluster.Leader == ""
+		}
+	}
+
+	// The mirror's consumer must be on a server other than the one the
+	// test talks to and JetStream's meta leader (whose leadership a
+	// client of an account cannot move): JetStream places it, so the
+	// mirror is made again until it is.
+	var d *Directory
+	var host string
+	victim := -1
+	for range 20 {
+		if d != nil {
+			d.Close()
+		}
+		d = open()
+		var newest time.Time
+		for c := range d.stream.ListConsumers(ctx).Info() {
+			if c.Created.After(newest) {
+				host, newest = c.Cluster.Leader, c.Created
+			}
+		}
+		victim = slices.IndexFunc(servers, func(s *server.Server) bool { return s.Name() == host })
+		if victim > 0 && !servers[victim].JetStreamIsLeader() {
+			break
+		}
+		victim = -1
+	}
+	defer d.Close()
+	if victim <= 0 {
+		t.Fatalf("the mirror's consumer is on %q in 20 tries: want a server other than the test's and the meta leader", host)
+	}
+	if err := d.Put(persist.KV{Key: []byte("run/1"), Value: []byte("agt_1")}); err != nil {
+		t.Fatal(err)
+	}
+	// Only the mirror is to be lost with it: the stream's leadership moves
+	// away first.
+	stepDown("$JS.API.STREAM.LEADER.STEPDOWN."+DirStream, host, streamLed(d, host))
+	servers[victim].Shutdown()
+	if err := d.Put(persist.KV{Key: []byte("run/2"), Value: []byte("agt_1")}); err != nil {
+		t.Fatalf("a put after the mirror's server stopped: %v", err)
 	}
 }
