@@ -209,7 +209,8 @@ const mirrorStall = 3 * time.Second
 // only after two missed heartbeats (10 s), and a consumer it made while
 // JetStream was electing leaders was seen never to move again (a node's
 // directory writes were then refused for a minute). One remirror runs at
-// a time; a write that still waits asks again after another stall.
+// a time, until its consumer is made; a write that still waits after it
+// asks again after another stall.
 func (d *Directory) remirror(at uint64) {
 	if !d.remirroring.CompareAndSwap(false, true) {
 		return
@@ -231,19 +232,29 @@ func (d *Directory) remirror(at uint64) {
 		gen, old := d.gen, d.cc
 		d.mirrorMu.Unlock()
 		old.Stop()
-		ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
-		cc, err := d.mirror(ctx, applied, gen)
-		cancel()
-		if err != nil {
-			return // the next stall asks again
+		// The old consumer is stopped: the new one is made until it is,
+		// whether or not a write still waits (other nodes' writes, a key
+		// revoked among them, reach this node's mirror through it alone).
+		for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+			cc, err := d.mirror(ctx, applied, gen)
+			cancel()
+			d.mirrorMu.Lock()
+			switch {
+			case err == nil && !d.closed:
+				d.cc = cc
+				d.mirrorMu.Unlock()
+				return
+			case err == nil:
+				cc.Stop()
+				fallthrough
+			case d.closed:
+				d.mirrorMu.Unlock()
+				return
+			}
+			d.mirrorMu.Unlock()
+			time.Sleep(wait)
 		}
-		d.mirrorMu.Lock()
-		defer d.mirrorMu.Unlock()
-		if d.closed || d.gen != gen {
-			cc.Stop()
-			return
-		}
-		d.cc = cc
 	}()
 }
 
