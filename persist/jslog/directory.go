@@ -320,8 +320,7 @@ func (d *Directory) apply(gen uint64, m jetstream.Msg) {
 // stream holds. A mirror that does not move for mirrorStall meanwhile is
 // made afresh.
 func (d *Directory) wait(ctx context.Context, seq uint64) error {
-	stall := time.NewTimer(mirrorStall)
-	defer stall.Stop()
+	var stall *time.Timer // made only when the mirror is behind: it usually is not
 	for {
 		d.mu.Lock()
 		applied, failed, advance := d.applied, d.failed, d.advance
@@ -331,6 +330,10 @@ func (d *Directory) wait(ctx context.Context, seq uint64) error {
 		}
 		if failed != nil {
 			return failed
+		}
+		if stall == nil {
+			stall = time.NewTimer(mirrorStall)
+			defer stall.Stop()
 		}
 		select {
 		case <-advance:
