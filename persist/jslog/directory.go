@@ -83,6 +83,7 @@ type Directory struct {
 	gen         uint64
 	closed      bool
 	remirroring atomic.Bool
+	stopWatch   chan struct{} // closed by Close: ends watch
 
 	mu      sync.Mutex
 	applied uint64
@@ -177,6 +178,8 @@ func OpenDirectory(ctx context.Context, js jetstream.JetStream, local Local, cfg
 		d.cc.Stop()
 		return nil, fmt.Errorf("jslog: directory mirror: %w", err)
 	}
+	d.stopWatch = make(chan struct{})
+	go d.watch(d.stopWatch)
 	return d, nil
 }
 
@@ -258,9 +261,58 @@ func (d *Directory) remirror(at uint64) {
 	}()
 }
 
+// watch makes the mirror afresh when it has not moved for mirrorStall
+// while the stream has held more than it applied for a second or longer.
+// A write or a Get that waits for the mirror does the same (wait); watch
+// is for a node nothing waits on, whose reads (a key revoked on another
+// node among them) were served from the mirror as it stood until nats.go
+// made the consumer again, 10 s or more after its server stopped. The
+// stream's end is read only when the mirror did not move for a tick, at
+// most once a mirrorStall: one JetStream request a node every 3 s while
+// the directory is quiet.
+func (d *Directory) watch(stop <-chan struct{}) {
+	const every = time.Second
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var (
+		seen          uint64    // the mirror's position at the last tick
+		still         time.Time // since when it has been there
+		want          uint64    // the stream's end when it was beyond seen, read at wantAt
+		wantAt, asked time.Time
+	)
+	for {
+		var now time.Time
+		select {
+		case <-stop:
+			return
+		case now = <-tick.C:
+		}
+		d.mu.Lock()
+		applied := d.applied
+		d.mu.Unlock()
+		switch {
+		case applied != seen || still.IsZero():
+			seen, still, want = applied, now, 0
+		case want > applied && now.Sub(wantAt) >= every && now.Sub(still) >= mirrorStall:
+			d.remirror(applied)
+			still, want = now, 0
+		case want == 0 && now.Sub(asked) >= mirrorStall:
+			asked = now
+			ctx, cancel := context.WithTimeout(context.Background(), d.timeout)
+			if end, err := d.end(ctx); err == nil && end > applied {
+				want, wantAt = end, now
+			}
+			cancel()
+		}
+	}
+}
+
 // Close stops mirroring.
 func (d *Directory) Close() {
 	d.mirrorMu.Lock()
+	if !d.closed && d.stopWatch != nil {
+		close(d.stopWatch)
+	}
 	d.closed = true
 	cc := d.cc
 	d.mirrorMu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/plaudit/plaudit/internal/jstest"
@@ -1285,13 +1286,15 @@ func TestADirectoryWriteWhoseAnswerDoesNotComeIsSentAgain(t *testing.T) {
 	}
 }
 
-// The directory's mirror is a consumer of one copy, on a server of
-// JetStream's choosing. When that server stops, a write waiting for the
-// mirror makes it afresh once it has not moved for mirrorStall, and goes
-// on: every directory write returns once its node's mirror has applied
-// it. Left to nats.go, the mirror stood still for 10 s (two missed 5 s
-// heartbeats), and a write's 8 s wait failed.
-func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
+// mirrorAway opens a Directory of three copies on a cluster of three
+// servers whose mirror's consumer is on a server other than the one the
+// test talks to and JetStream's meta leader (whose leadership a client of
+// an account cannot move), and stops that server once the stream's
+// leadership has moved off it: only the mirror is lost with it. It
+// returns the directory, its local store, and a connection to a server
+// that stays up.
+func mirrorAway(t *testing.T) (*Directory, *pebblelog.Store, *nats.Conn) {
+	t.Helper()
 	servers := jstest.Servers(t, 3)
 	nc := connect(t, servers[0].ClientURL())
 	js := jetStream(t, nc)
@@ -1299,7 +1302,7 @@ func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = local.Close() }()
+	t.Cleanup(func() { _ = local.Close() })
 	ctx := context.Background()
 	open := func() *Directory {
 		t.Helper()
@@ -1315,27 +1318,8 @@ func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
 			}
 		}
 	}
-	// stepDown moves what subject's leader leads away from host.
-	stepDown := func(subject, host string, led func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); led(); time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still led by %s", subject, host)
-			}
-			_, _ = nc.Request(subject, nil, time.Second)
-		}
-	}
-	streamLed := func(d *Directory, host string) func() bool {
-		return func() bool {
-			info, err := d.stream.Info(ctx)
-			return err != nil || info.Cluster.Leader == host || info.Cluster.Leader == ""
-		}
-	}
-
-	// The mirror's consumer must be on a server other than the one the
-	// test talks to and JetStream's meta leader (whose leadership a
-	// client of an account cannot move): JetStream places it, so the
-	// mirror is made again until it is.
+	// JetStream places the consumer: the mirror is made again until it is
+	// where it must be.
 	var d *Directory
 	var host string
 	victim := -1
@@ -1356,18 +1340,66 @@ func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
 		}
 		victim = -1
 	}
-	defer d.Close()
+	t.Cleanup(d.Close)
 	if victim <= 0 {
 		t.Fatalf("the mirror's consumer is on %q in 20 tries: want a server other than the test's and the meta leader", host)
 	}
 	if err := d.Put(persist.KV{Key: []byte("run/1"), Value: []byte("agt_1")}); err != nil {
 		t.Fatal(err)
 	}
-	// Only the mirror is to be lost with it: the stream's leadership moves
-	// away first.
-	stepDown("$JS.API.STREAM.LEADER.STEPDOWN."+DirStream, host, streamLed(d, host))
+	led := func() bool {
+		info, err := d.stream.Info(ctx)
+		return err != nil || info.Cluster.Leader == host || info.Cluster.Leader == ""
+	}
+	for deadline := time.Now().Add(30 * time.Second); led(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still led by %s", DirStream, host)
+		}
+		_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+DirStream, nil, time.Second)
+	}
 	servers[victim].Shutdown()
+	return d, local, nc
+}
+
+// The directory's mirror is a consumer of one copy, on a server of
+// JetStream's choosing. When that server stops, a write waiting for the
+// mirror makes it afresh once it has not moved for mirrorStall, and goes
+// on: every directory write returns once its node's mirror has applied
+// it. Left to nats.go, the mirror stood still for 10 s (two missed 5 s
+// heartbeats), and a write's 8 s wait failed.
+func TestAMirrorWhoseServerStopsIsMadeAfresh(t *testing.T) {
+	d, _, _ := mirrorAway(t)
 	if err := d.Put(persist.KV{Key: []byte("run/2"), Value: []byte("agt_1")}); err != nil {
 		t.Fatalf("a put after the mirror's server stopped: %v", err)
+	}
+}
+
+// A node nothing waits on makes its mirror afresh too: another node's
+// write reaches its store within seconds of its mirror's server stopping.
+// Left to nats.go, its reads were served from the mirror as it stood for
+// 10 s or more (a key revoked meanwhile still honoured).
+func TestAMirrorNothingWaitsOnIsMadeAfresh(t *testing.T) {
+	_, local, nc := mirrorAway(t)
+	// Another node's write, straight to the stream.
+	js := jetStream(t, nc)
+	data := encodeDirOp(dirOp{kvs: []persist.KV{{Key: []byte("run/2"), Value: []byte("agt_2")}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if _, err := inTries(ctx, sendTry, func(try context.Context) (*jetstream.PubAck, error) {
+		return js.Publish(try, dirSubject, data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if v, err := local.Get([]byte("run/2")); err == nil {
+			if string(v) != "agt_2" {
+				t.Fatalf("run/2 is %q in the mirror, want agt_2", v)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("another node's write is not in this node's store 8 s after it was made: the mirror stood still")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
