@@ -128,14 +128,15 @@ type Leases struct {
 	unseen   uint64
 	unseenAt time.Time
 	// nudged asks run to read the view afresh (Nudge); reloaded is when
-	// it last tried, and reloadFailed whether that failed (only run
-	// touches them).
+	// it last tried, reloadFailed whether that failed, and reading the
+	// read in flight, nil when none is (only run touches them).
 	nudged chan struct{}
 	// takesFailed tells run that an Acquire failed for good: its lease is
 	// given back (giveBackFailed) between rounds.
 	takesFailed  chan struct{}
 	reloaded     time.Time
 	reloadFailed bool
+	reading      chan viewRead
 	// answered is whether the last round's heartbeat was written, and
 	// answeredSince when the first of those in a row was (only run
 	// touches them).
@@ -348,7 +349,16 @@ func nodeKey(node string) string { return "node." + node }
 // the watch shows a partition freed or a node come or gone.
 func (l *Leases) run(w jetstream.KeyWatcher) {
 	defer close(l.done)
-	defer func() { stopWatch(w) }()
+	defer func() {
+		stopWatch(w)
+		if r := l.reading; r != nil { // the watch it may start is nobody's
+			go func() {
+				if v := <-r; v.err == nil {
+					stopWatch(v.w)
+				}
+			}()
+		}
+	}()
 	tick := time.NewTicker(l.cfg.Renew)
 	defer tick.Stop()
 	since := time.Now().UTC()
@@ -357,10 +367,10 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 	defer reapDue.Stop()
 	for rounds := 1; ; {
 		reapDue.Reset(l.untilReap())
-		// A stop goes first. Without the bucket's quorum a round or a
-		// reload waits out its timeout, and a tick is then always due:
-		// taken at random among the ready cases, the stop of a cluster's
-		// last node waited out several rounds (18 s).
+		// A stop goes first. Without the bucket's quorum a round waits
+		// out its timeout, and a tick is then always due: taken at random
+		// among the ready cases, the stop of a cluster's last node waited
+		// out several rounds (18 s).
 		if l.stopping() {
 			l.finish()
 			return
@@ -371,20 +381,30 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			return
 		case e, ok := <-w.Updates():
 			if !ok {
-				// The watch ended (a lost connection): watch again, or if
-				// the bucket does not answer now, keep renewing on the
-				// ticker until the next reload.
-				w, _ = l.reload(idleWatcher{}, l.opTimeout())
+				// The watch ended (a lost connection): watch again, and
+				// keep renewing on the ticker meanwhile, or until the
+				// next read if the bucket does not answer now.
+				w = idleWatcher{}
+				l.read()
 				continue
 			}
 			if e != nil && l.observe(e) {
 				l.round(since)
 			}
+		case r := <-l.reading:
+			l.reading = nil
+			if l.took(r) {
+				stopWatch(w)
+				w = r.w
+				// What the watch it replaces did not show may be free.
+				l.reap()
+				l.balance()
+			}
 		case <-l.takesFailed:
 			l.giveBackFailed()
 		case <-l.nudged:
 			if l.reloadDue(nudgeGap) {
-				w, _ = l.reload(w, l.quickTimeout())
+				l.read()
 			}
 		case <-reapDue.C:
 			// An entry is due to go between rounds: its deletion, once
@@ -409,15 +429,12 @@ func (l *Leases) run(w jetstream.KeyWatcher) {
 			rounds++
 			switch {
 			case l.stalled() && l.reloadDue(0):
-				l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
-				var ok bool
-				if w, ok = l.reload(w, l.quickTimeout()); ok {
-					// What the stalled watch did not show may be free.
-					l.reap()
-					l.balance()
+				if l.reading == nil {
+					l.cfg.Logger.Info("the lease watch stalled: watching again", "component", "cluster")
 				}
+				l.read()
 			case none || rounds%l.cfg.rewatch == 0:
-				w, _ = l.reload(w, l.opTimeout())
+				l.read()
 			}
 		}
 	}
@@ -457,29 +474,54 @@ func (l *Leases) reloadDue(gap time.Duration) bool {
 	return time.Since(l.reloaded) >= gap
 }
 
-// quickTimeout bounds the reads of the view that a stall or a nudge asks
-// for: a healthy bucket answers in milliseconds, and one that does not
-// must not hold the lease loop up for long.
+// quickTimeout bounds the bucket's status, which reap reads in the loop:
+// a healthy bucket answers in milliseconds, and one that does not must not
+// hold the lease loop up for long.
 func (l *Leases) quickTimeout() time.Duration { return l.opTimeout() / 4 }
 
-// reload replaces w with a new watch and the view with what it reads
-// first, and reports whether it did; if the bucket does not answer within
-// timeout, w and the view are kept.
-func (l *Leases) reload(w jetstream.KeyWatcher, timeout time.Duration) (jetstream.KeyWatcher, bool) {
+// viewRead is a read of the view: a new watch, and the entries the
+// bucket held when it started.
+type viewRead struct {
+	w    jetstream.KeyWatcher
+	view map[string]leaseValue
+	err  error
+}
+
+// read starts a read of the view, unless one is in flight: a new watch
+// and what it shows first, read on a goroutine of its own for up to
+// opTimeout, and taken by the loop (took) when it comes. The loop goes on
+// meanwhile (its renewals, and the watch it has). Waited for in the loop,
+// a read was given a quarter of that, so as not to hold the renewals up,
+// and one whose watch started later was thrown away: a survivor of a
+// clean stop then took the stopped node's partitions a round late.
+func (l *Leases) read() {
+	if l.reading != nil {
+		return
+	}
 	l.reloaded = time.Now()
-	nw, view, err := l.watch(time.After(timeout))
-	if l.reloadFailed = err != nil; l.reloadFailed {
-		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", err)
-		return w, false
+	r := make(chan viewRead, 1)
+	l.reading = r
+	timeout := l.opTimeout()
+	go func() {
+		w, view, err := l.watch(time.After(timeout))
+		r <- viewRead{w, view, err}
+	}()
+}
+
+// took makes the view what read r found, and reports whether it did; a
+// read that failed leaves the view as it was.
+func (l *Leases) took(r viewRead) bool {
+	if l.reloadFailed = r.err != nil; l.reloadFailed {
+		l.cfg.Logger.Warn("watching leases", "component", "cluster", "err", r.err)
+		return false
 	}
-	stopWatch(w)
 	l.unseen = 0 // the view is as of its start
-	for key, v := range view {
-		view[key] = l.sinceFirstSeen(key, v)
+	for key, v := range r.view {
+		r.view[key] = l.sinceFirstSeen(key, v)
 	}
-	l.view = view
+	l.view = r.view
 	l.publishOwners()
-	return nw, true
+	return true
 }
 
 // watch starts a watch of the bucket and reads the entries it holds now,
@@ -513,8 +555,8 @@ func (l *Leases) watch(timeout <-chan time.Time) (jetstream.KeyWatcher, map[stri
 // startWatch starts a watch of the bucket, or gives up when timeout fires
 // (nil: never). The watch cannot be given a deadline of its own: it ends
 // with its context. Its start is a JetStream request that, while the
-// bucket's stream has no leader, waits out nats.go's timeout (5 s), which
-// held the lease loop up as long, its takes and renewals with it.
+// bucket's stream has no leader, waits out nats.go's timeout (5 s); a read
+// of the view gives up on it sooner (read), and the next read tries again.
 func (l *Leases) startWatch(timeout <-chan time.Time) (jetstream.KeyWatcher, error) {
 	type started struct {
 		w   jetstream.KeyWatcher

@@ -110,9 +110,10 @@ func TestANudgeReadsTheViewAfresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Nudge()
+	// Free, or taken by a already: a read of the view balances.
 	eventually(t, "a sees b's partitions handed over", func() bool {
 		for _, p := range gone {
-			if a.Owner(p) != "" {
+			if a.Owner(p) == "b" {
 				return false
 			}
 		}
@@ -177,5 +178,44 @@ func TestAWatchThatDoesNotStartOrStopDoesNotHoldTheRenewalsUp(t *testing.T) {
 			time.Sleep(2 * testTTL)
 			a.ownsStill(t, epochs, 0)
 		})
+	}
+}
+
+// A read of the view whose watch starts late, after the loop's patience
+// for it when it was asked for, is not thrown away: it is taken when it
+// comes, and the partitions it shows free are taken then. Thrown away, a
+// survivor of a clean stop whose watch had stalled with the stopped
+// node's server took its share a round late (1.2-1.6 s in three of six
+// runs of three processes, "the watch did not start in time"); here,
+// with rounds 10 s apart, the next round or read.
+func TestAViewReadWhoseWatchStartsLateIsTaken(t *testing.T) {
+	const ttl = 30 * time.Second // rounds 10 s apart, a read waits up to 2 s for its watch
+	nc := startJetStream(t)
+	stalling := &stallingKV{KeyValue: leaseBucketTTL(t, nc, ttl)}
+	held := &heldWatchKV{KeyValue: stalling, release: make(chan struct{})}
+	start := func(id string, kv jetstream.KeyValue) *Leases {
+		return startLeases(t, kv, LeaseConfig{Node: id, Partitions: 4, TTL: ttl, rewatch: 1 << 30})
+	}
+	a := start("a", held)
+	b := start("b", stalling.KeyValue)
+	t.Cleanup(func() { close(held.release) }) // before a stops
+	eventually(t, "a and b own two partitions each", func() bool { return len(a.Owned()) == 2 && len(b.Owned()) == 2 })
+	stalling.stall()
+	held.held.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Nudge() // a read of the view, whose watch does not start yet
+	time.Sleep(time.Second)
+	held.held.Store(false)
+	held.release <- struct{}{} // the start asked for a second ago goes on
+	deadline := time.Now().Add(5 * time.Second)
+	for len(a.Owned()) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a owns %v 5 s after its read's watch started, want every partition", a.Owned())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
