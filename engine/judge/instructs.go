@@ -23,8 +23,12 @@ import (
 // is "dont", "i.g.n.o.r.e" is "ignore") and so are commas inside numbers;
 // any other run of non-alphanumerics is one space ("ignore -- *the*
 // RUBRIC" is "ignore the rubric", "10/10" is "10 10"). Sentence ends (. ! ?
-// ; : ,), newlines and brackets (( ) [ ] { } < > | #) become a clause
-// boundary, which a pattern crosses only where it says so.
+// ; : ,), line breaks and brackets (( ) [ ] { } < > | #) become a clause
+// boundary, which a pattern crosses only where it says so; but a line
+// break followed (after spaces or tabs) by a lower-case letter is a space:
+// a line wrapped mid-sentence ("give this answer\nfull marks") is one
+// clause, where a blank line, a list item, a heading or a capital starts
+// another.
 //
 // Words used below: SCORER is a role that only ever means the scorer
 // (grader, evaluator, scorer, assessor, rater, autograder, grading model or
@@ -251,7 +255,16 @@ func normalize(answer string, ascii bool) string {
 				continue // i.g.n.o.r.e → ignore, 1,000 → 1000
 			}
 			pending = owedStop
-		case strings.ContainsRune("!?;:\n\r()[]{}<>|#\u2026", r):
+		case r == '\n' || r == '\r':
+			switch {
+			case r == '\r' && i+1 < len(rs) && rs[i+1] == '\n':
+				// \r\n: the \n decides
+			case pending != owedStop && wrapped(rs, i+1):
+				pending = owedSpace
+			default:
+				pending = owedStop
+			}
+		case strings.ContainsRune("!?;:()[]{}<>|#\u2026", r):
 			pending = owedStop
 		default:
 			if pending == owedNone {
@@ -285,6 +298,21 @@ func writeOwed(b *strings.Builder, pending owed, wrote bool) {
 	case pending == owedStop:
 		b.WriteString(" . ")
 	}
+}
+
+// wrapped reports whether the line starting at rs[i] goes on the clause
+// before it: its first rune after spaces and tabs is a lower-case letter.
+func wrapped(rs []rune, i int) bool {
+	for ; i < len(rs); i++ {
+		switch r := rs[i]; {
+		case r == ' ' || r == '\t':
+		case 0xFF41 <= r && r <= 0xFF5A: // fullwidth a-z
+			return true
+		default:
+			return unicode.IsLower(r)
+		}
+	}
+	return false
 }
 
 // alnumAt returns 'd' for a digit and 'l' for a letter at rs[i], else 0.
