@@ -363,7 +363,7 @@ func TestReleaseLinksKeepTheirLabel(t *testing.T) {
 
 // TestManyVariationsLookApart: an agent with more variations than the
 // palette has colours draws the ninth curve in the first one's colour,
-// dashed, and so does its legend.
+// dashed, and its selections striped, and so do their legends.
 func TestManyVariationsLookApart(t *testing.T) {
 	e := start(t)
 	agent := e.api(adminKey, 201, "POST", "/api/v1/agents", map[string]any{"name": "many"})["id"].(string)
@@ -386,5 +386,21 @@ func TestManyVariationsLookApart(t *testing.T) {
 	}
 	if !strings.Contains(p.body, `stroke-width="4" stroke-dasharray="`+drawn["v9"][1]+`"/></svg></i><bdi>v9</bdi>`) {
 		t.Error("v9's legend is not dashed")
+	}
+	// The selections' stacked bars: v9's are striped in v1's colour, and
+	// so is its swatch in the chart's legend.
+	bars := regexp.MustCompile(`<g fill="([^"]+)" data-name="([^"]+)">`)
+	filled := map[string]string{}
+	for _, m := range bars.FindAllStringSubmatch(p.body, -1) {
+		filled[m[2]] = m[1]
+	}
+	if filled["v1"] != drawn["v1"][0] || filled["v9"] != "url(#sel-fill-8)" {
+		t.Fatalf("bars of v1 filled with %q, v9 %q: want v1's colour, v9 a pattern", filled["v1"], filled["v9"])
+	}
+	if !regexp.MustCompile(`<pattern id="sel-fill-8" [^>]*patternTransform="rotate\(45\)"><rect [^>]*fill="` + drawn["v1"][0] + `"`).MatchString(p.body) {
+		t.Error("v9's pattern is not stripes of v1's colour")
+	}
+	if !strings.Contains(p.body, `fill="url(#sel-fill-8)"/></svg></i><bdi>v9</bdi>`) {
+		t.Error("v9's swatch in the selections' legend is not striped")
 	}
 }

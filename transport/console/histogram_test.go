@@ -49,15 +49,19 @@ func TestHistogramsShareOneScale(t *testing.T) {
 
 // TestVariationsLookApart: no two of the first three rounds of the
 // palette's variations are drawn alike: past the palette's colours, the
-// curves are dashed, then dotted.
+// curves are dashed, then dotted, and the bars striped, then dotted.
 func TestVariationsLookApart(t *testing.T) {
-	seen := map[[2]string]int{}
+	curves, bars := map[[2]string]int{}, map[[2]string]int{}
 	for i := range 3 * len(palette) {
-		k := [2]string{colour(i), dash(i)}
-		if j, ok := seen[k]; ok {
-			t.Fatalf("variations %d and %d are both drawn %v", j, i, k)
+		for _, look := range []struct {
+			seen map[[2]string]int
+			k    [2]string
+		}{{curves, [2]string{colour(i), dash(i)}}, {bars, [2]string{colour(i), fill(i)}}} {
+			if j, ok := look.seen[look.k]; ok {
+				t.Fatalf("variations %d and %d are both drawn %v", j, i, look.k)
+			}
+			look.seen[look.k] = i
 		}
-		seen[k] = i
 	}
 	if dash(0) != "" || dash(len(palette)-1) != "" || dash(len(palette)) == "" {
 		t.Errorf("dashes %q, %q, %q: want the first round solid, the next dashed", dash(0), dash(len(palette)-1), dash(len(palette)))

@@ -31,6 +31,16 @@ var dashes = []string{"", "6 3", "1.5 2.5"}
 
 func dash(i int) string { return dashes[i/len(palette)%len(dashes)] }
 
+// fills tell apart the stacked bars (and legend swatches) of variations
+// that share a colour, as dashes do the curves: solid, then striped, then
+// dotted, each a pattern of the selections chart's (its id: hatchID).
+var fills = []string{"", "stripes", "dots"}
+
+func fill(i int) string { return fills[i/len(palette)%len(fills)] }
+
+// hatchID is the id of variation i's pattern in the selections chart.
+func hatchID(i int) string { return "sel-fill-" + strconv.Itoa(i) }
+
 var funcs = template.FuncMap{
 	"num":    num,
 	"num3":   func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) },
