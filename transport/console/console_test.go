@@ -363,7 +363,8 @@ func TestReleaseLinksKeepTheirLabel(t *testing.T) {
 
 // TestManyVariationsLookApart: an agent with more variations than the
 // palette has colours draws the ninth curve in the first one's colour,
-// dashed, and its selections striped, and so do their legends.
+// dashed, and its selections striped, and so do their legends and its
+// row of the variations' table.
 func TestManyVariationsLookApart(t *testing.T) {
 	e := start(t)
 	agent := e.api(adminKey, 201, "POST", "/api/v1/agents", map[string]any{"name": "many"})["id"].(string)
@@ -386,6 +387,9 @@ func TestManyVariationsLookApart(t *testing.T) {
 	}
 	if !strings.Contains(p.body, `stroke-width="4" stroke-dasharray="`+drawn["v9"][1]+`"/></svg></i><bdi>v9</bdi>`) {
 		t.Error("v9's legend is not dashed")
+	}
+	if !strings.Contains(p.body, `stroke-width="4" stroke-dasharray="`+drawn["v9"][1]+`"/></svg> <bdi>v9</bdi>`) {
+		t.Error("v9's mark in the variations' table is not dashed")
 	}
 	// The selections' stacked bars: v9's are striped in v1's colour, and
 	// so is its swatch in the chart's legend.
