@@ -48,7 +48,7 @@ var ErrFenced = fmt.Errorf("jslog: fenced by a newer owner: %w", persist.ErrMove
 type Config struct {
 	Replicas int // copies of the stream (3 in a cluster of three or more)
 	// Duplicates is JetStream's deduplication window for message ids
-	// (zero: JetStream's default, 2m).
+	// (zero: LogDuplicates).
 	Duplicates time.Duration
 	// OnFenced, if set, is called on a goroutine of its own when a write
 	// fences the Log: it found another writer's message where its own was
@@ -58,6 +58,15 @@ type Config struct {
 	// a fresh fence can write it again.
 	OnFenced func()
 }
+
+// LogDuplicates is a partition log's deduplication window by default.
+// A write's tries, which carry the same message ids, span at most its
+// deadline (10 s, Agents' Timeout). A try after one that was stored is
+// answered as its duplicate within the window; after it, it is refused as
+// not the last write, and writeGroup tells the stored one for its own by
+// reading the log, as settleAppend does an append left unanswered. A
+// stream's servers keep every id for the window, about 130 bytes each.
+const LogDuplicates = 30 * time.Second
 
 // StreamName is the stream of partition p.
 func StreamName(p int) string { return "PLAUDIT_LOG_" + strconv.Itoa(p) }
@@ -93,6 +102,9 @@ type Log struct {
 // returns its Log, which must Fence before it writes.
 func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log, error) {
 	prefix := subjectPrefix(p)
+	if cfg.Duplicates <= 0 {
+		cfg.Duplicates = LogDuplicates
+	}
 	s, err := ensureStream(ctx, js, jetstream.StreamConfig{
 		Name:       StreamName(p),
 		Subjects:   []string{prefix + ">"},
@@ -109,16 +121,26 @@ func Open(ctx context.Context, js jetstream.JetStream, p int, cfg Config) (*Log,
 		AllowDirect: false,
 		DenyDelete:  true,
 	})
-	if err == nil && !s.CachedInfo().Config.AllowAtomicPublish {
-		// Made by an earlier version, which wrote one message at a time.
-		cur := s.CachedInfo().Config
+	if cur := streamConfig(s, err); cur != nil && (!cur.AllowAtomicPublish || cur.Duplicates > cfg.Duplicates) {
+		// Made by an earlier version, which wrote one message at a time,
+		// or kept message ids for JetStream's default 2 minutes.
 		cur.AllowAtomicPublish = true
-		s, err = js.UpdateStream(ctx, cur)
+		cur.Duplicates = min(cur.Duplicates, cfg.Duplicates)
+		s, err = js.UpdateStream(ctx, *cur)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("jslog: partition %d stream: %w", p, err)
 	}
 	return &Log{js: js, stream: s, p: p, prefix: prefix, onFenced: cfg.OnFenced}, nil
+}
+
+// streamConfig is the configuration s was opened with, or nil after err.
+func streamConfig(s jetstream.Stream, err error) *jetstream.StreamConfig {
+	if err != nil {
+		return nil
+	}
+	cfg := s.CachedInfo().Config
+	return &cfg
 }
 
 // ensureStream opens the stream cfg names, creating it if it does not

@@ -276,3 +276,58 @@ func TestFencingHoldsOnAReplicatedStream(t *testing.T) {
 		t.Fatalf("the new owner reads %d batches, want the one acknowledged", len(got))
 	}
 }
+
+// A partition's stream keeps message ids for LogDuplicates, and a stream
+// made with JetStream's default of 2 minutes is brought down to it when
+// opened. A write sent again once its ids are out of the window is still
+// told for its own: refused as not the last write, it is found in the log.
+func TestALogKeepsMessageIdsForItsWindowAndTellsItsOwnWritesAfterIt(t *testing.T) {
+	nc := jstest.Server(t)
+	js := jetStream(t, nc)
+	ctx := context.Background()
+	if _, err := Open(ctx, js, 0, Config{Duplicates: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int{0, 1} { // 0 made as before, 1 new
+		if _, err := Open(ctx, js, p, Config{}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := js.Stream(ctx, StreamName(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Duplicates; got != LogDuplicates {
+			t.Errorf("partition %d keeps message ids %v, want %v", p, got, LogDuplicates)
+		}
+	}
+
+	const window = 200 * time.Millisecond
+	l, err := Open(ctx, js, 2, Config{Duplicates: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Fence(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	b := batch("agt_1", 1, "e1", "e2")
+	after := l.last
+	seq, err := l.Append(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * window)
+	// The same write again at the same place, as a try whose answer was
+	// lost would be.
+	w := &write{subject: l.prefix + b.Agent, id: batchID(b), body: encodeBatch(b), turn: make(chan bool, 1)}
+	got, err := l.writeGroup(ctx, after, nil, []*write{w})
+	if err != nil || got != after {
+		t.Fatalf("the write sent again after the window: at %d, %v; want its own, after %d (stored at %d)", got, err, after, seq)
+	}
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.LastSeq != seq {
+		t.Errorf("the stream's last message is %d, want %d: the write was stored twice", info.State.LastSeq, seq)
+	}
+}
