@@ -85,7 +85,7 @@ func (c *Console) draftPage(w http.ResponseWriter, r *http.Request, s *session, 
 	form, ok := c.sessions.draft(s.id, id, token)
 	if !ok {
 		d := data["Draft"].(draftForm)
-		d.Error = "That draft is no longer kept (drafts are kept per session, the last " + strconv.Itoa(maxDrafts) + "): try it again."
+		d.Error = "That draft is no longer kept (a session keeps its last " + strconv.Itoa(maxDrafts) + ", and the oldest go first when the workspace's sessions keep many long ones): try it again."
 		data["Draft"] = d
 		c.render(w, r, s, http.StatusOK, "objective", data)
 		return

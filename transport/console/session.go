@@ -43,10 +43,21 @@ type session struct {
 type keptDraft struct {
 	token, agent string
 	form         draftForm
+	elem         *list.Element // in its pool's draft list (sessions.drafts)
 }
+
+// size is what a kept draft counts against its pool's draft budget.
+func (d keptDraft) size() int { return len(d.form.Definition) + len(d.form.Version) + len(d.agent) }
 
 // maxDrafts is how many tried drafts a session keeps, the newest.
 const maxDrafts = 4
+
+// maxPoolDraftBytes bounds the drafts kept by all the sessions of one pool
+// (a workspace's, or the admin keys'): past it, the pool's oldest go. A
+// draft may be as long as a request body (1 MiB), and a pool holds up to
+// MaxSessions sessions: without it, one key signing in again and again and
+// trying long drafts could make the server hold gigabytes.
+const maxPoolDraftBytes = 4 << 20
 
 // sessions are kept in memory, so a restart signs everyone out: a session
 // holds an API key, and keeping keys on disk beside their hashes would
@@ -60,16 +71,28 @@ type sessions struct {
 	mu    sync.Mutex
 	byID  map[string]*session
 	pools map[string]*list.List // front: most recently used
-	ttl   time.Duration
-	max   int
-	now   func() time.Time
+	// drafts lists each pool's kept drafts, oldest first (values: the
+	// *session keeping it and its token, as draftRef), and draftBytes
+	// their sizes' sum.
+	drafts     map[string]*list.List
+	draftBytes map[string]int
+	ttl        time.Duration
+	max        int
+	now        func() time.Time
+}
+
+// draftRef is a kept draft in its pool's list.
+type draftRef struct {
+	s     *session
+	token string
 }
 
 // adminPool is the pool of admin keys' sessions: never a workspace id.
 const adminPool = "\x00admin"
 
 func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
-	return &sessions{byID: map[string]*session{}, pools: map[string]*list.List{}, ttl: ttl, max: max, now: now}
+	return &sessions{byID: map[string]*session{}, pools: map[string]*list.List{}, drafts: map[string]*list.List{},
+		draftBytes: map[string]int{}, ttl: ttl, max: max, now: now}
 }
 
 func token() string {
@@ -134,12 +157,40 @@ func (ss *sessions) keepDraft(id, agent string, form draftForm) string {
 	if s == nil {
 		return ""
 	}
-	if len(s.drafts) >= maxDrafts {
-		s.drafts = append(s.drafts[:0:0], s.drafts[len(s.drafts)-maxDrafts+1:]...)
+	for len(s.drafts) >= maxDrafts {
+		ss.forgetDraft(s, s.drafts[0].token)
 	}
-	t := token()[:24]
-	s.drafts = append(s.drafts, keptDraft{token: t, agent: agent, form: form})
-	return t
+	d := keptDraft{token: token()[:24], agent: agent, form: form}
+	kept := ss.drafts[s.pool]
+	if kept == nil {
+		kept = list.New()
+		ss.drafts[s.pool] = kept
+	}
+	d.elem = kept.PushBack(draftRef{s, d.token})
+	s.drafts = append(s.drafts, d)
+	ss.draftBytes[s.pool] += d.size()
+	for ss.draftBytes[s.pool] > maxPoolDraftBytes {
+		ref := kept.Front().Value.(draftRef)
+		ss.forgetDraft(ref.s, ref.token)
+	}
+	return d.token
+}
+
+// forgetDraft drops the draft session s keeps under token.
+func (ss *sessions) forgetDraft(s *session, token string) {
+	for i, d := range s.drafts {
+		if d.token != token {
+			continue
+		}
+		s.drafts = append(s.drafts[:i:i], s.drafts[i+1:]...)
+		kept := ss.drafts[s.pool]
+		kept.Remove(d.elem)
+		if ss.draftBytes[s.pool] -= d.size(); kept.Len() == 0 {
+			delete(ss.drafts, s.pool)
+			delete(ss.draftBytes, s.pool)
+		}
+		return
+	}
 }
 
 // draft returns the draft the session with that id keeps for agent under
@@ -167,6 +218,9 @@ func (ss *sessions) end(id string) {
 }
 
 func (ss *sessions) drop(s *session) {
+	for len(s.drafts) > 0 {
+		ss.forgetDraft(s, s.drafts[0].token)
+	}
 	lru := ss.pools[s.pool]
 	lru.Remove(s.elem)
 	if lru.Len() == 0 {

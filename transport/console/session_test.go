@@ -2,6 +2,7 @@ package console
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +85,45 @@ func TestSessionsKeepTheirLastDrafts(t *testing.T) {
 	ss.end(s.id)
 	if _, ok := ss.draft(s.id, "agt_a", tokens[1]); ok || ss.keepDraft(s.id, "agt_a", draftForm{}) != "" {
 		t.Error("an ended session still keeps drafts")
+	}
+}
+
+// TestAPoolsDraftsAreBounded: the drafts kept by all the sessions of one
+// pool are bounded in bytes, the oldest going first, whichever session
+// keeps them; another pool's are untouched, and a session that ends
+// gives its drafts' bytes back. Without the bound, one key signing in
+// again and again with long drafts made the server hold 4 MiB a session.
+func TestAPoolsDraftsAreBounded(t *testing.T) {
+	ss := newSessions(time.Hour, 100, time.Now)
+	long := draftForm{Definition: strings.Repeat("x", 1<<20)}
+	other := ss.create("key-b", "ws-b")
+	kept := ss.keepDraft(other.id, "agt_b", long)
+	type held struct{ id, token string }
+	var drafts []held
+	for range 3 {
+		s := ss.create("key-a", "ws-a")
+		for range 2 {
+			drafts = append(drafts, held{s.id, ss.keepDraft(s.id, "agt_a", long)})
+		}
+	}
+	fit := maxPoolDraftBytes / (1 << 20) // drafts of 1 MiB (and a little) a pool holds
+	for i, d := range drafts {
+		_, ok := ss.draft(d.id, "agt_a", d.token)
+		if want := i >= len(drafts)-fit+1; ok != want {
+			t.Errorf("draft %d of %d, 1 MiB each: kept %v, want %v", i+1, len(drafts), ok, want)
+		}
+	}
+	if _, ok := ss.draft(other.id, "agt_b", kept); !ok {
+		t.Error("another workspace's draft went")
+	}
+	if got := ss.draftBytes["ws-a"]; got > maxPoolDraftBytes {
+		t.Errorf("the pool keeps %d bytes of drafts, above %d", got, maxPoolDraftBytes)
+	}
+	for _, d := range drafts {
+		ss.end(d.id)
+	}
+	ss.end(other.id)
+	if len(ss.drafts) != 0 || len(ss.draftBytes) != 0 {
+		t.Errorf("every session ended, yet drafts are counted: %v", ss.draftBytes)
 	}
 }
