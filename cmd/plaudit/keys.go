@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 )
 
 // keysCmd is `plaudit keys`: the API keys of a running server, through
@@ -158,10 +160,20 @@ func writeKeys(w io.Writer, keys []apiKey) error {
 		if k.Admin {
 			role = "admin"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, role, stamp(&k.CreatedAt, "-"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, cell(k.Name), role, stamp(&k.CreatedAt, "-"),
 			stamp(k.LastUsedAt, "never"), stamp(k.RevokedAt, "-"))
 	}
 	return tw.Flush()
+}
+
+// cell is s as a table shows it: quoted, with escapes, when it holds a
+// character that is not printable (a tab, a newline or an escape sequence
+// in a name stored before names were checked would shift or forge rows).
+func cell(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 func stamp(t *time.Time, none string) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -167,5 +168,23 @@ func TestKeysCommandsReadTheEnvironment(t *testing.T) {
 				t.Fatalf("exit %d, want %d and %q\nstdout: %s\nstderr: %s", code, c.code, c.want, stdout, stderr)
 			}
 		})
+	}
+}
+
+// TestKeysTableQuotesUnprintableNames: a name holding an escape sequence
+// or a newline (stored before names were checked) is printed quoted, on
+// its own row, so it cannot colour the terminal or forge a row.
+func TestKeysTableQuotesUnprintableNames(t *testing.T) {
+	var out bytes.Buffer
+	keys := []apiKey{{ID: "key_1", Name: "evil\x1b[31mRED\nkey_FAKE  admin  admin"}, {ID: "key_2", Name: "ci runner é"}}
+	if err := writeKeys(&out, keys); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 || strings.ContainsRune(out.String(), '\x1b') {
+		t.Fatalf("table:\n%s\nwant a header and two rows, no escape character", out.String())
+	}
+	if !strings.Contains(lines[1], `"evil\x1b[31mRED\nkey_FAKE  admin  admin"`) || !strings.Contains(lines[2], "ci runner é ") {
+		t.Errorf("rows %q, %q: want the first name quoted, the second as it is", lines[1], lines[2])
 	}
 }

@@ -15,8 +15,11 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -341,13 +344,27 @@ func (t *Tenancy) Workspaces(p Principal) []Workspace {
 	return out
 }
 
+// checkName checks a workspace's or a key's name: 1-200 bytes, no
+// control characters (a name is printed as it is by the CLI's tables,
+// where an escape sequence or a newline could forge a row).
+func checkName(name string) error {
+	if name == "" || len(name) > 200 {
+		return field.Errorf("name", "must be 1-200 bytes")
+	}
+	if i := strings.IndexFunc(name, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return field.Errorf("name", "must not contain control characters (%U at byte %d)", r, i)
+	}
+	return nil
+}
+
 // CreateWorkspace adds a workspace; only an admin may.
 func (t *Tenancy) CreateWorkspace(p Principal, name string) (Workspace, error) {
 	if !p.Admin {
 		return Workspace{}, ErrForbidden
 	}
-	if name == "" || len(name) > 200 {
-		return Workspace{}, field.Errorf("name", "must be 1-200 bytes")
+	if err := checkName(name); err != nil {
+		return Workspace{}, err
 	}
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
@@ -368,8 +385,8 @@ func (t *Tenancy) CreateKey(p Principal, wsID, name string) (Principal, string, 
 	if err := t.check(p, wsID); err != nil {
 		return Principal{}, "", err
 	}
-	if name == "" || len(name) > 200 {
-		return Principal{}, "", field.Errorf("name", "must be 1-200 bytes")
+	if err := checkName(name); err != nil {
+		return Principal{}, "", err
 	}
 	secret := newSecret()
 	np, err := t.addKey(secret, name, wsID, false)

@@ -249,7 +249,9 @@ func TestListsComeInIDOrder(t *testing.T) {
 }
 
 // TestNamesUpTo200Characters: a workspace's and a key's name may be 1 to
-// 200 bytes long, both bounds included.
+// 200 bytes long, both bounds included, with no control character (the
+// CLI prints names in tables, where an escape sequence or a newline could
+// forge a row); other characters, spaces and emoji included, are fine.
 func TestNamesUpTo200Characters(t *testing.T) {
 	ten, key := openTenancy(t, t.TempDir(), "")
 	admin, err := ten.Authenticate("Bearer " + key)
@@ -259,12 +261,14 @@ func TestNamesUpTo200Characters(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ok   bool
-	}{{"", false}, {"a", true}, {strings.Repeat("n", 200), true}, {strings.Repeat("n", 201), false}} {
+	}{{"", false}, {"a", true}, {strings.Repeat("n", 200), true}, {strings.Repeat("n", 201), false},
+		{"ci runner é 🚀", true}, {"evil\x1b[31mRED", false}, {"a\nkey_FAKE  admin", false}, {"tab\there", false},
+		{"c1 \u0085", false}, {"del\x7f", false}} {
 		_, wsErr := ten.CreateWorkspace(admin, c.name)
 		_, _, keyErr := ten.CreateKey(admin, DefaultWorkspace, c.name)
 		for what, err := range map[string]error{"workspace": wsErr, "key": keyErr} {
 			if (err == nil) != c.ok {
-				t.Errorf("%s named %d bytes: err = %v, want ok=%v", what, len(c.name), err, c.ok)
+				t.Errorf("%s named %q: err = %v, want ok=%v", what, c.name, err, c.ok)
 			}
 		}
 	}
