@@ -158,6 +158,11 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	if cl.write && key == "" {
 		key = NewKey()
 	}
+	if cl.key != "" && !validKey(cl.key) {
+		// Refused before it leaves (net/http refuses a newline in a
+		// header): not a transport error, so not tried again.
+		return fmt.Errorf("%w: %q", ErrInvalidIdempotencyKey, cl.key)
+	}
 	if _, ok := ctx.Deadline(); !ok && c.opts.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.opts.timeout+cl.wait)

@@ -373,6 +373,31 @@ func TestDoWithAnIdempotencyKey(t *testing.T) {
 	}
 }
 
+// TestAnIdempotencyKeyTheServerWouldRefuseIsNotSent: a key that is not
+// 1-200 printable ASCII characters without spaces fails at once and is
+// not tried again (a newline, which net/http refuses in a header, was
+// taken for a transport error and tried for 5 s).
+func TestAnIdempotencyKeyTheServerWouldRefuseIsNotSent(t *testing.T) {
+	s := startServer(t, server.Config{})
+	ctx := context.Background()
+	retried := false
+	c := client.NewHTTP("http://"+s.HTTPAddr(), adminKey, client.OnRetry(func(client.Retry) { retried = true }))
+	defer c.Close()
+	for _, key := range []string{"a\nb", "with space", "é", strings.Repeat("k", 201)} {
+		start := time.Now()
+		err := c.Do(ctx, "POST", "/api/v1/agents", map[string]any{"name": "x"}, nil, client.WithIdempotencyKey(key))
+		if !errors.Is(err, client.ErrInvalidIdempotencyKey) {
+			t.Errorf("key %q: err = %v, want ErrInvalidIdempotencyKey", key, err)
+		}
+		if took := time.Since(start); retried || took > time.Second {
+			t.Errorf("key %q: tried again (%v), for %v", key, retried, took)
+		}
+	}
+	if err := c.Do(ctx, "POST", "/api/v1/agents", map[string]any{"name": "x"}, nil, client.WithIdempotencyKey(strings.Repeat("k", 200))); err != nil {
+		t.Errorf("a key of 200 characters: %v", err)
+	}
+}
+
 // TestDeadlineWithoutServer: a call to a door nobody answers gives up by
 // its context's deadline, with the transport error.
 func TestDeadlineWithoutServer(t *testing.T) {

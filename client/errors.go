@@ -15,6 +15,24 @@ import (
 // a wildcard, or holding '.' or white space) cannot be addressed.
 var ErrUnsupported = errors.New("plaudit client: the operation is not served on this door")
 
+// ErrInvalidIdempotencyKey is returned, before anything is sent, for a
+// call given an Idempotency-Key (WithIdempotencyKey) the server would
+// refuse: one is 1-200 printable ASCII characters without spaces.
+var ErrInvalidIdempotencyKey = errors.New("plaudit client: an Idempotency-Key is 1-200 printable ASCII characters without spaces")
+
+// validKey reports whether key is an Idempotency-Key the server takes.
+func validKey(key string) bool {
+	if len(key) == 0 || len(key) > 200 {
+		return false
+	}
+	for i := range len(key) {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // Error is an error answer of either door: the HTTP status (on NATS, the
 // Nats-Service-Error-Code header), the body's error code and message, the
 // request id and the Retry-After the server asked for.
