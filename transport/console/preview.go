@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,11 @@ func (c *Console) draftPage(w http.ResponseWriter, r *http.Request, s *session, 
 	default:
 		c.fail(w, r, s, err)
 		return
+	}
+	if labels := data["Labels"].([]string); form.Version != "" && !slices.Contains(labels, form.Version) {
+		// A release with no runs (yet): the menu shows what was tried,
+		// so trying again measures the same runs.
+		data["Labels"] = append(labels, form.Version)
 	}
 	data["Draft"], data["Preview"] = form, view
 	c.render(w, r, s, status, "objective", data)

@@ -112,6 +112,13 @@ func TestTryDraft(t *testing.T) {
 		}
 	}
 
+	// A release with no runs: tried as asked, and the menu says so, so
+	// trying again measures the same (no) runs.
+	p = b.get(b.tryDraft(post, map[string]string{"csrf": b.csrf, "definition": reweighted, "version": "no-such-release"}))
+	if p.status != http.StatusOK || !strings.Contains(p.body, `<option selected>no-such-release</option>`) {
+		t.Errorf("a draft tried on a release with no runs: %d, and its menu does not show the release chosen", p.status)
+	}
+
 	// Bad drafts: the 400's field path next to the form, the text kept.
 	bad := strings.Replace(reweighted, `"weight": 0.8`, `"weight": 0.8, "agg": "median"`, 1)
 	apiErr := e.api(adminKey, 400, "POST", "/api/v1/agents/"+s.agent+"/objective/preview",
