@@ -64,9 +64,15 @@ func (c *call) getTask() (result, error) {
 	return ok(append(b, "]}"...))
 }
 
+// listPromptChars is how much of a task's prompt the list carries: a
+// prompt may be up to a request body long, and a list of whole prompts
+// grew by as much a task. The task's version holds the whole of it.
+const listPromptChars = 500
+
 // listTasks renders the workspace's tasks by id: {"items": [{"object":
 // "task", id, current, versions, created_at (its first version's),
-// updated_at (its current version's), prompt (the current version's)}]}.
+// updated_at (its current version's), prompt (the current version's, its
+// first listPromptChars characters), prompt_truncated}]}.
 func (c *call) listTasks() (result, error) {
 	tasks, err := c.s.judging.Tasks(c.ws)
 	if err != nil {
@@ -86,8 +92,11 @@ func (c *call) listTasks() (result, error) {
 		b = jsonw.Time(b, t.CreatedAt)
 		b = jsonw.Key(b, "updated_at")
 		b = jsonw.Time(b, t.Current.CreatedAt)
+		prompt, clipped := clipChars(t.Current.Task.Prompt, listPromptChars)
 		b = jsonw.Key(b, "prompt")
-		b = jsonw.String(b, t.Current.Task.Prompt)
+		b = jsonw.String(b, prompt)
+		b = jsonw.Key(b, "prompt_truncated")
+		b = jsonw.Bool(b, clipped)
 		return append(b, '}')
 	}))
 }
@@ -350,4 +359,16 @@ func (s *Service) appendJudgeSignalsHere(e judging.EpisodeSignals) error {
 		s.cfg.Logger.Warn("judge signals refused by the episode; not retried", "reward", e.Reward, "episode", e.Run, "err", out.Err)
 	}
 	return nil
+}
+
+// clipChars returns s's first n characters (runes), and whether it had
+// more.
+func clipChars(s string, n int) (string, bool) {
+	for i := range s {
+		if n == 0 {
+			return s[:i], true
+		}
+		n--
+	}
+	return s, false
 }

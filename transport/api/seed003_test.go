@@ -79,6 +79,16 @@ func TestSeed003TaskVersions(t *testing.T) {
 	if str(t, first, "created_at") == str(t, second, "created_at") {
 		t.Fatal("both versions have one created_at: a useless test")
 	}
+	expect(t, tasks[1], false, "prompt_truncated")
+	// A long prompt is listed by its first 500 characters (runes, not
+	// bytes); its version holds the whole.
+	long := strings.Repeat("é", 499) + "xyz"
+	c.must(201, "POST", "/v1/tasks", `{"id": "aicme/long", "prompt": "`+long+`", "rubric": {"criteria": [{"id": "c", "check": {"type": "contains", "value": "x"}}]}}`)
+	tasks = list(t, c.must(200, "GET", "/v1/tasks", ""), "items")
+	expect(t, tasks[2], "aicme/long", "id")
+	expect(t, tasks[2], long[:len(long)-2], "prompt")
+	expect(t, tasks[2], true, "prompt_truncated")
+	expect(t, c.must(200, "GET", "/v1/tasks/aicme/long", ""), long, "items", 0, "task", "prompt")
 
 	apiError(t, c.request("GET", "/v1/tasks/aicme/other", "", nil), 404, "not_found", "aicme/other")
 	apiError(t, c.request("GET", "/v1/tasks/aicme/example-001/versions/tv_0000000000000000", "", nil), 404, "not_found", "tv_0000000000000000")
