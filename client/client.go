@@ -158,9 +158,8 @@ func (c *Client) do(ctx context.Context, cl *call) error {
 	if cl.write && key == "" {
 		key = NewKey()
 	}
-	if cl.key != "" && !validKey(cl.key) {
-		// Refused before it leaves (net/http refuses a newline in a
-		// header): not a transport error, so not tried again.
+	if !sendableKey(cl.key) {
+		// It cannot leave: not a transport error, not to be tried again.
 		return fmt.Errorf("%w: %q", ErrInvalidIdempotencyKey, cl.key)
 	}
 	if _, ok := ctx.Deadline(); !ok && c.opts.timeout > 0 {
