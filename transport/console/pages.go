@@ -96,11 +96,20 @@ type agentView struct {
 
 type selectionSeries struct {
 	Name, Colour string
-	// Pattern is "" (solid), "stripes" or "dots" (see fill); Fill what
-	// the bars are filled with: the colour, or the pattern HatchID.
-	Pattern, HatchID, Fill string
-	Total                  int
-	Bars                   []chart.Rect
+	// Pattern is "" (solid), "stripes" or "dots" (see fill), drawn as the
+	// chart's pattern HatchID.
+	Pattern, HatchID string
+	Total            int
+	Bars             []chart.Rect
+}
+
+// Fill is what the series' bars and swatch are filled with: its colour,
+// or its pattern.
+func (s selectionSeries) Fill() string {
+	if s.Pattern == "" {
+		return s.Colour
+	}
+	return "url(#" + s.HatchID + ")"
 }
 
 // agentData reads everything the agent page shows.
@@ -163,12 +172,8 @@ func (c *Console) agentData(s *session, id, window string) (agentView, error) {
 	}
 	for i, bars := range chart.Stacked(selectionsFrame, series, 2) {
 		it := v.Overview.Selections.Items[i]
-		s := selectionSeries{Name: it.Name, Colour: colour(i), Pattern: fill(i), Fill: colour(i), Total: runs[it.VariationID], Bars: bars}
-		if s.Pattern != "" {
-			s.HatchID = hatchID(i)
-			s.Fill = "url(#" + s.HatchID + ")"
-		}
-		v.Selections = append(v.Selections, s)
+		v.Selections = append(v.Selections, selectionSeries{Name: it.Name, Colour: colour(i), Pattern: fill(i), HatchID: hatchID(i),
+			Total: runs[it.VariationID], Bars: bars})
 	}
 	start, width := v.Overview.Selections.Start, time.Duration(v.Overview.Selections.BucketS)*time.Second
 	for i, b := range []int{0, win.buckets / 2, win.buckets} {
